@@ -1,0 +1,101 @@
+//! What each subcommand does, start to finish, and the one error type that
+//! decides the exit status: 2 for a usage error (bad flag, address in use),
+//! 1 for a failure while running.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::cli::{Cli, Command, ServeArgs};
+use crate::server::{self, ServeConfig, app, build_state, open_backend, runtime::build_runtime};
+
+/// Why a command did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The command line asks for something impossible; nothing was started.
+    #[error("{0}")]
+    Usage(String),
+    /// The command started and failed.
+    #[error("{0:#}")]
+    Failed(#[from] anyhow::Error),
+}
+
+impl Failure {
+    /// The process exit status for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::Failed(_) => 1,
+        }
+    }
+}
+
+/// Runs the command `cli` names.
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Serve(args) => serve(&args),
+    }
+}
+
+/// `blocklab serve`: bind, load the database, print `listening on`, serve
+/// until SIGINT or SIGTERM, drain, exit.
+fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let config = args.config();
+    // Bound before anything slow happens, so "address in use" is immediate.
+    let listener = std::net::TcpListener::bind(args.listen)
+        .map_err(|e| Failure::Usage(format!("cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    listener.set_nonblocking(true).context("configuring the listener")?;
+    let (runtime, probe) = build_runtime("http", config.workers).context("starting the HTTP runtime")?;
+    let result = runtime.block_on(serve_on(listener, addr, &config, probe));
+    // Blocking-pool threads still in a read must not hold the exit up.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result.map_err(Failure::Failed)
+}
+
+async fn serve_on(
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    config: &ServeConfig,
+    probe: server::runtime::RuntimeProbe,
+) -> anyhow::Result<()> {
+    let backend = open_backend(config).await.context("opening the database")?;
+    tracing::info!(
+        db = %backend.describe(),
+        workers = config.workers,
+        actor_threads = config.actor_threads,
+        "starting"
+    );
+    let state = build_state(config, backend, Some(probe)).await?;
+    let listener = TcpListener::from_std(listener).context("registering the listener")?;
+    println!("listening on http://{addr}");
+    server::serve(listener, app(state), shutdown_signal(), config.shutdown_grace).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on the first SIGINT (ctrl-c) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT: shutting down"),
+        () = term => tracing::info!("SIGTERM: shutting down"),
+    }
+}

@@ -1,0 +1,24 @@
+//! blocklab: a laboratory for one question — what do blocking calls, thread
+//! pools and actors do to a web service's throughput, latency and robustness,
+//! and what does the non-blocking alternative buy?
+//!
+//! # Layout
+//!
+//! * [`cli`] — the command line: raw flags, then validated plans.
+//! * [`graph`] — the Content dataset, the one Cypher query, the
+//!   [`graph::GraphBackend`] trait (a blocking and a non-blocking read) and the
+//!   embedded Grafeo backend with its simulated round trip.
+//! * [`server`] — `blocklab serve`: the router ([`server::app`]), one handler
+//!   per execution model, the ractor actor system on its own executor
+//!   ([`server::actors`]), the runtimes and their probes
+//!   ([`server::runtime`]), `/metrics` ([`server::metrics`]), and the accept
+//!   loop with graceful shutdown ([`server::serve`]).
+//! * [`command`] — what each subcommand does, and how failures become exit codes.
+//!
+//! The binary (`src/main.rs`) only parses the command line and calls
+//! [`command::run`].
+
+pub mod cli;
+pub mod command;
+pub mod graph;
+pub mod server;

@@ -1,0 +1,133 @@
+//! The endpoints, one per execution model, with the seed study's names and
+//! Test IDs. The single list here is what the router, `/metrics` and the
+//! experiment runner all read, so a new model is added in one place.
+
+/// One route of the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `/test`: no I/O at all; the ceiling of the HTTP stack.
+    Test,
+    /// `/getData`: the blocking read on the HTTP runtime's worker thread.
+    GetData,
+    /// `/getDataAsync`: the non-blocking read, awaited.
+    GetDataAsync,
+    /// `/getDataAsync2`: two non-blocking reads in sequence.
+    GetDataAsync2,
+    /// `/getDataAkka`: a router over 4 actors doing blocking reads; the handler blocks on the reply.
+    GetDataAkka,
+    /// `/getDataAkkaAsync`: one actor that pipes a non-blocking read back to the asker.
+    GetDataAkkaAsync,
+    /// `/getDataAkkaAsync2`: two such asks in sequence.
+    GetDataAkkaAsync2,
+    /// `/getDataSpawnBlocking`: the blocking read moved to tokio's blocking pool.
+    GetDataSpawnBlocking,
+    /// `/metrics`: the Prometheus exposition.
+    Metrics,
+    /// Any other path (answered 404).
+    Other,
+}
+
+impl Endpoint {
+    /// Every endpoint, in the seed's order, then blocklab's own, then the rest.
+    pub const ALL: [Endpoint; 10] = [
+        Endpoint::Test,
+        Endpoint::GetData,
+        Endpoint::GetDataAsync,
+        Endpoint::GetDataAsync2,
+        Endpoint::GetDataAkka,
+        Endpoint::GetDataAkkaAsync,
+        Endpoint::GetDataAkkaAsync2,
+        Endpoint::GetDataSpawnBlocking,
+        Endpoint::Metrics,
+        Endpoint::Other,
+    ];
+
+    /// The endpoints that are measured: the seed's seven and blocklab's own.
+    pub const MEASURED: [Endpoint; 8] = [
+        Endpoint::Test,
+        Endpoint::GetData,
+        Endpoint::GetDataAsync,
+        Endpoint::GetDataAsync2,
+        Endpoint::GetDataAkka,
+        Endpoint::GetDataAkkaAsync,
+        Endpoint::GetDataAkkaAsync2,
+        Endpoint::GetDataSpawnBlocking,
+    ];
+
+    /// The URL path (for `Other`, a label only).
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Test => "/test",
+            Endpoint::GetData => "/getData",
+            Endpoint::GetDataAsync => "/getDataAsync",
+            Endpoint::GetDataAsync2 => "/getDataAsync2",
+            Endpoint::GetDataAkka => "/getDataAkka",
+            Endpoint::GetDataAkkaAsync => "/getDataAkkaAsync",
+            Endpoint::GetDataAkkaAsync2 => "/getDataAkkaAsync2",
+            Endpoint::GetDataSpawnBlocking => "/getDataSpawnBlocking",
+            Endpoint::Metrics => "/metrics",
+            Endpoint::Other => "other",
+        }
+    }
+
+    /// The endpoint serving `path`, or `Other`.
+    pub fn from_path(path: &str) -> Endpoint {
+        Endpoint::ALL
+            .into_iter()
+            .find(|e| *e != Endpoint::Other && e.path() == path)
+            .unwrap_or(Endpoint::Other)
+    }
+
+    /// The seed study's Test ID (1–8, no 6 as in the seed); 9 and up for blocklab's own.
+    pub fn test_id(self) -> Option<u32> {
+        match self {
+            Endpoint::Test => Some(1),
+            Endpoint::GetData => Some(2),
+            Endpoint::GetDataAsync => Some(3),
+            Endpoint::GetDataAsync2 => Some(4),
+            Endpoint::GetDataAkka => Some(5),
+            Endpoint::GetDataAkkaAsync => Some(7),
+            Endpoint::GetDataAkkaAsync2 => Some(8),
+            Endpoint::GetDataSpawnBlocking => Some(9),
+            Endpoint::Metrics | Endpoint::Other => None,
+        }
+    }
+
+    /// One line on the execution model, for `--help`, logs and reports.
+    pub fn model(self) -> &'static str {
+        match self {
+            Endpoint::Test => "no I/O",
+            Endpoint::GetData => "blocking read on the HTTP worker thread",
+            Endpoint::GetDataAsync => "non-blocking read, awaited",
+            Endpoint::GetDataAsync2 => "two non-blocking reads in sequence",
+            Endpoint::GetDataAkka => "router over 4 blocking actors; handler blocks on the reply",
+            Endpoint::GetDataAkkaAsync => "one actor piping a non-blocking read back",
+            Endpoint::GetDataAkkaAsync2 => "two asks to the piping actor in sequence",
+            Endpoint::GetDataSpawnBlocking => "blocking read on tokio's blocking pool",
+            Endpoint::Metrics => "Prometheus metrics",
+            Endpoint::Other => "unknown path",
+        }
+    }
+
+    /// Position in [`Endpoint::ALL`], for per-endpoint arrays.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_round_trip_and_indices_match_all() {
+        for (i, e) in Endpoint::ALL.into_iter().enumerate() {
+            assert_eq!(e.index(), i);
+            if e != Endpoint::Other {
+                assert_eq!(Endpoint::from_path(e.path()), e);
+            }
+        }
+        assert_eq!(Endpoint::from_path("/nope"), Endpoint::Other);
+        assert_eq!(Endpoint::from_path("other"), Endpoint::Other);
+    }
+}

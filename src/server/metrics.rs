@@ -1,0 +1,383 @@
+//! What the server measures about itself, and its Prometheus text exposition.
+//!
+//! Counters and histograms are plain atomics in fixed arrays (one slot per
+//! endpoint, per status, per bucket): recording a request costs a few relaxed
+//! atomic adds and no allocation or lock, so measuring does not disturb what is
+//! measured. Every metric is documented once, in its `# HELP` line, with how to
+//! read it; the experiment runner and the report use the same names.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use super::endpoint::Endpoint;
+use super::runtime::{RuntimeProbe, render_runtimes};
+
+/// Upper bounds of the latency histogram buckets, in microseconds.
+const BUCKETS_US: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    2_500_000, 5_000_000, 10_000_000,
+];
+
+/// Status codes counted by name. Two more slots follow them: `other` (any
+/// other code) and `cancelled` (the request was dropped unanswered, e.g. its
+/// client went away or the server shut down).
+const CODES: [u16; 7] = [200, 400, 404, 405, 500, 503, 504];
+const OTHER: usize = CODES.len();
+const CANCELLED: usize = CODES.len() + 1;
+const CODE_SLOTS: usize = CODES.len() + 2;
+
+/// A gauge that also remembers the highest value it reached since start.
+#[derive(Debug, Default)]
+pub struct PeakGauge {
+    current: AtomicI64,
+    peak: AtomicI64,
+}
+
+impl PeakGauge {
+    /// Adds one and raises the peak if needed.
+    pub fn inc(&self) {
+        let now = self.current.fetch_add(1, Relaxed) + 1;
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    /// Takes one away.
+    pub fn dec(&self) {
+        self.current.fetch_sub(1, Relaxed);
+    }
+
+    /// The current value.
+    pub fn get(&self) -> i64 {
+        self.current.load(Relaxed)
+    }
+
+    /// The highest value since start.
+    pub fn peak(&self) -> i64 {
+        self.peak.load(Relaxed)
+    }
+}
+
+#[derive(Default)]
+struct EndpointStats {
+    in_flight: PeakGauge,
+    by_code: [AtomicU64; CODE_SLOTS],
+    buckets: [AtomicU64; BUCKETS_US.len() + 1],
+    sum_us: AtomicU64,
+}
+
+/// Figures of the actor system, updated by the actors and the handlers.
+#[derive(Debug, Default)]
+pub struct ActorGauges {
+    /// Jobs sent to the blocking pool's router and not yet started by a worker.
+    pub pool_mailbox: PeakGauge,
+    /// Worker actors started by the pool's supervisor (restarts included).
+    pub pool_worker_starts: AtomicU64,
+    /// Messages sent to the async actor and not yet handled by it.
+    pub async_mailbox: PeakGauge,
+    /// Reads the async actor started and that have not completed yet.
+    pub async_reads_in_flight: PeakGauge,
+}
+
+/// All the server's own figures.
+#[derive(Default)]
+pub struct Metrics {
+    endpoints: [EndpointStats; Endpoint::ALL.len()],
+    db_errors: [AtomicU64; 4],
+    /// Blocking reads running on tokio's blocking pool (`/getDataSpawnBlocking`).
+    pub spawn_blocking_in_flight: PeakGauge,
+    /// Figures of the actor system.
+    pub actors: ActorGauges,
+}
+
+/// A request that has started; recording it on drop keeps in-flight honest
+/// even when a handler panics or its connection goes away mid-request.
+pub struct RequestTimer<'a> {
+    stats: &'a EndpointStats,
+    started: std::time::Instant,
+    finished: bool,
+}
+
+impl RequestTimer<'_> {
+    /// Records the request as finished with `status`.
+    pub fn finish(mut self, status: u16) {
+        let elapsed = self.started.elapsed();
+        let us = elapsed.as_micros().min(u64::MAX as u128) as u64;
+        let code = CODES.iter().position(|c| *c == status).unwrap_or(OTHER);
+        self.stats.by_code[code].fetch_add(1, Relaxed);
+        let bucket = BUCKETS_US.partition_point(|bound| *bound < us);
+        self.stats.buckets[bucket].fetch_add(1, Relaxed);
+        self.stats.sum_us.fetch_add(us, Relaxed);
+        self.finished = true;
+        // in_flight is decremented by Drop.
+    }
+}
+
+impl Drop for RequestTimer<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.stats.by_code[CANCELLED].fetch_add(1, Relaxed);
+        }
+        self.stats.in_flight.dec();
+    }
+}
+
+impl Metrics {
+    /// Starts timing a request to `endpoint`.
+    pub fn start(&self, endpoint: Endpoint) -> RequestTimer<'_> {
+        let stats = &self.endpoints[endpoint.index()];
+        stats.in_flight.inc();
+        RequestTimer { stats, started: std::time::Instant::now(), finished: false }
+    }
+
+    /// Counts a failed database read by the kind of failure.
+    pub fn db_error(&self, kind: &'static str) {
+        let slot = DB_ERROR_KINDS.iter().position(|k| *k == kind).unwrap_or(DB_ERROR_KINDS.len() - 1);
+        self.db_errors[slot].fetch_add(1, Relaxed);
+    }
+
+    /// Requests to `endpoint` answered so far, all statuses (cancelled ones excluded).
+    pub fn requests(&self, endpoint: Endpoint) -> u64 {
+        self.endpoints[endpoint.index()].by_code[..CANCELLED].iter().map(|c| c.load(Relaxed)).sum()
+    }
+
+    /// The Prometheus text exposition of every figure.
+    pub fn render(&self, info: &[(&str, String)], runtimes: &[&RuntimeProbe]) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        let w = &mut out;
+
+        help(w, "blocklab_info", "gauge", "Always 1; the labels say how this server was started.");
+        let labels: Vec<String> = info.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+        let _ = writeln!(w, "blocklab_info{{{}}} 1", labels.join(","));
+
+        help(
+            w,
+            "blocklab_http_requests_total",
+            "counter",
+            "Requests answered, by endpoint and status code (code=\"cancelled\": dropped unanswered \
+             because the client left or the server stopped). Its rate is the server-side throughput; \
+             a rising code=\"503\" means replies missed their limit or the database is down.",
+        );
+        for e in Endpoint::ALL {
+            let s = &self.endpoints[e.index()];
+            for slot in 0..CODE_SLOTS {
+                let n = s.by_code[slot].load(Relaxed);
+                if n > 0 {
+                    let code = match slot {
+                        OTHER => "other".to_string(),
+                        CANCELLED => "cancelled".to_string(),
+                        _ => CODES[slot].to_string(),
+                    };
+                    let _ = writeln!(w, "blocklab_http_requests_total{{endpoint=\"{}\",code=\"{code}\"}} {n}", e.path());
+                }
+            }
+        }
+
+        help(
+            w,
+            "blocklab_http_requests_in_flight",
+            "gauge",
+            "Requests received and not yet answered, by endpoint. Far above the load's concurrency \
+             means requests pile up inside the server.",
+        );
+        for e in Endpoint::ALL {
+            let v = self.endpoints[e.index()].in_flight.get();
+            let _ = writeln!(w, "blocklab_http_requests_in_flight{{endpoint=\"{}\"}} {v}", e.path());
+        }
+
+        help(
+            w,
+            "blocklab_http_request_duration_seconds",
+            "histogram",
+            "Time from the request reaching the router to its response being built, by endpoint. \
+             Server-side only: time spent queued in the kernel or waiting for a blocked worker to \
+             accept is not in it, so compare it with the load generator's latency to see queueing.",
+        );
+        for e in Endpoint::ALL {
+            let s = &self.endpoints[e.index()];
+            let count: u64 = s.buckets.iter().map(|b| b.load(Relaxed)).sum();
+            if count == 0 {
+                continue;
+            }
+            let mut cumulative = 0;
+            for (i, bound) in BUCKETS_US.iter().enumerate() {
+                cumulative += s.buckets[i].load(Relaxed);
+                let le = *bound as f64 / 1e6;
+                let _ = writeln!(
+                    w,
+                    "blocklab_http_request_duration_seconds_bucket{{endpoint=\"{}\",le=\"{le}\"}} {cumulative}",
+                    e.path()
+                );
+            }
+            let path = e.path();
+            let sum = s.sum_us.load(Relaxed) as f64 / 1e6;
+            let _ = writeln!(w, "blocklab_http_request_duration_seconds_bucket{{endpoint=\"{path}\",le=\"+Inf\"}} {count}");
+            let _ = writeln!(w, "blocklab_http_request_duration_seconds_sum{{endpoint=\"{path}\"}} {sum}");
+            let _ = writeln!(w, "blocklab_http_request_duration_seconds_count{{endpoint=\"{path}\"}} {count}");
+        }
+
+        help(
+            w,
+            "blocklab_db_errors_total",
+            "counter",
+            "Database reads that failed, by kind (not_found, unavailable, query, malformed). \
+             unavailable rising means the database is down or unreachable.",
+        );
+        for (i, kind) in DB_ERROR_KINDS.iter().enumerate() {
+            let _ = writeln!(w, "blocklab_db_errors_total{{kind=\"{kind}\"}} {}", self.db_errors[i].load(Relaxed));
+        }
+
+        gauge_pair(
+            w,
+            "blocklab_spawn_blocking_in_flight",
+            "Blocking reads running on tokio's blocking pool now (/getDataSpawnBlocking). Each holds \
+             one blocking-pool thread; the pool grows a thread per concurrent read up to its limit.",
+            &self.spawn_blocking_in_flight,
+        );
+        gauge_pair(
+            w,
+            "blocklab_actor_pool_mailbox_depth",
+            "Jobs sent to the blocking actor pool (/getDataAkka) and not yet started by one of its \
+             workers: the router's and the workers' mailboxes together. Growing means the 4 blocking \
+             workers cannot keep up and requests queue for them.",
+            &self.actors.pool_mailbox,
+        );
+        help(
+            w,
+            "blocklab_actor_pool_worker_starts_total",
+            "counter",
+            "Worker actors started by the pool's supervisor; above the pool size means workers \
+             failed and were restarted.",
+        );
+        let _ = writeln!(w, "blocklab_actor_pool_worker_starts_total {}", self.actors.pool_worker_starts.load(Relaxed));
+        gauge_pair(
+            w,
+            "blocklab_actor_async_mailbox_depth",
+            "Messages waiting in the async actor's mailbox (/getDataAkkaAsync). It stays near zero \
+             because the actor only starts each read and moves on.",
+            &self.actors.async_mailbox,
+        );
+        gauge_pair(
+            w,
+            "blocklab_actor_async_reads_in_flight",
+            "Reads the async actor has started and that have not completed: how many database \
+             round trips overlap.",
+            &self.actors.async_reads_in_flight,
+        );
+
+        render_runtimes(w, runtimes);
+        render_process(w);
+        out
+    }
+}
+
+/// Kinds of database failure, as [`crate::graph::GraphError::kind`] names them.
+const DB_ERROR_KINDS: [&str; 4] = ["not_found", "unavailable", "query", "malformed"];
+
+/// Writes the `# HELP` and `# TYPE` lines of a metric.
+pub(crate) fn help(w: &mut String, name: &str, kind: &str, text: &str) {
+    let _ = writeln!(w, "# HELP {name} {text}");
+    let _ = writeln!(w, "# TYPE {name} {kind}");
+}
+
+fn gauge_pair(w: &mut String, name: &str, text: &str, gauge: &PeakGauge) {
+    help(w, name, "gauge", text);
+    let _ = writeln!(w, "{name} {}", gauge.get());
+    let peak = format!("{name}_peak");
+    help(w, &peak, "gauge", &format!("Highest value of {name} since the server started."));
+    let _ = writeln!(w, "{peak} {}", gauge.peak());
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// CPU time and memory of this process, from /proc (Linux).
+fn render_process(w: &mut String) {
+    if let Some(cpu) = process_cpu_time() {
+        help(
+            w,
+            "process_cpu_seconds_total",
+            "counter",
+            "CPU time this process used, user plus system. Its rate over a run, divided by the \
+             cores it may use, is how busy the server kept the CPU.",
+        );
+        let _ = writeln!(w, "process_cpu_seconds_total {}", cpu.as_secs_f64());
+    }
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        for (field, name, text) in [
+            ("VmRSS:", "process_resident_memory_bytes", "Resident memory of this process now."),
+            ("VmHWM:", "process_resident_memory_peak_bytes", "Highest resident memory of this process since start."),
+        ] {
+            if let Some(kb) = status
+                .lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                help(w, name, "gauge", text);
+                let _ = writeln!(w, "{name} {}", kb * 1024);
+            }
+        }
+    }
+}
+
+/// User plus system CPU time of this process, from `/proc/self/stat`.
+pub fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // /proc reports clock ticks in USER_HZ, which Linux fixes at 100 for user space.
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_is_cumulative_and_counts_every_request() {
+        let m = Metrics::default();
+        for _ in 0..3 {
+            m.start(Endpoint::Test).finish(200);
+        }
+        m.start(Endpoint::Test).finish(503);
+        drop(m.start(Endpoint::Test));
+        let text = m.render(&[("db", "embedded".into())], &[]);
+        assert!(text.contains("blocklab_http_requests_total{endpoint=\"/test\",code=\"200\"} 3"), "{text}");
+        assert!(text.contains("blocklab_http_requests_total{endpoint=\"/test\",code=\"503\"} 1"));
+        assert!(text.contains("blocklab_http_requests_total{endpoint=\"/test\",code=\"cancelled\"} 1"));
+        assert!(text.contains("blocklab_http_request_duration_seconds_count{endpoint=\"/test\"} 4"));
+        assert!(text.contains("blocklab_http_request_duration_seconds_bucket{endpoint=\"/test\",le=\"+Inf\"} 4"));
+        assert!(text.contains("blocklab_http_requests_in_flight{endpoint=\"/test\"} 0"));
+        assert_eq!(m.requests(Endpoint::Test), 4);
+    }
+
+    #[test]
+    fn every_metric_has_help_and_type() {
+        let m = Metrics::default();
+        m.start(Endpoint::GetData).finish(200);
+        let text = m.render(&[], &[]);
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let base = name.trim_end_matches("_bucket").trim_end_matches("_sum").trim_end_matches("_count");
+            assert!(
+                text.contains(&format!("# HELP {base} ")) || text.contains(&format!("# HELP {name} ")),
+                "no HELP for {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn peak_gauge_keeps_its_maximum() {
+        let g = PeakGauge::default();
+        g.inc();
+        g.inc();
+        g.dec();
+        g.inc();
+        g.dec();
+        g.dec();
+        assert_eq!((g.get(), g.peak()), (0, 2));
+    }
+}
