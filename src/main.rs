@@ -12,11 +12,16 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("blocklab: a command is required, e.g. 'blocklab serve' (see 'blocklab --help')");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             // One line: clap's first line says what is wrong; the rest is advice.
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid command line");
             let first = first.strip_prefix("error: ").unwrap_or(first);
+            let first = blocklab::graph::redact_credentials(first);
             eprintln!("blocklab: {first} (see 'blocklab --help')");
             return ExitCode::from(2);
         }

@@ -119,12 +119,39 @@ impl FromStr for DbUrl {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "embedded" => Ok(DbUrl::Embedded),
-            other if other.starts_with("falkor://") || other.starts_with("bolt://") || other.starts_with("neo4j://") => Err(
-                format!("'{}' is not supported yet: only 'embedded' is built so far", scheme_of(other)),
-            ),
+            other
+                if other.starts_with("falkor://")
+                    || other.starts_with("bolt://")
+                    || other.starts_with("neo4j://") =>
+            {
+                Err(format!("'{}' is not supported yet: only 'embedded' is built so far", scheme_of(other)))
+            }
             _ => Err("expected 'embedded'".to_string()),
         }
     }
+}
+
+/// `text` with the user-info part of every URL in it (`scheme://user:pass@`)
+/// replaced by `***`, so that a message quoting a database URL never shows a
+/// password.
+pub fn redact_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let authority_end =
+            tail.find(|c: char| c == '/' || c == '\'' || c == '"' || c.is_whitespace()).unwrap_or(tail.len());
+        match tail[..authority_end].rfind('@') {
+            Some(userinfo_end) => {
+                out.push_str("***");
+                rest = &tail[userinfo_end..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The scheme part of a URL, for messages that must not echo credentials.
@@ -143,6 +170,17 @@ mod tests {
         assert!(err.contains("bolt"), "{err}");
         assert!(!err.contains("secret"), "{err}");
         assert!("postgres://x".parse::<DbUrl>().is_err());
+    }
+
+    #[test]
+    fn credentials_are_redacted_wherever_a_url_appears() {
+        assert_eq!(
+            redact_credentials("invalid value 'bolt://neo4j:s3cret@db:7687/x' for '--db'"),
+            "invalid value 'bolt://***@db:7687/x' for '--db'"
+        );
+        assert_eq!(redact_credentials("falkor://h:6379 and x"), "falkor://h:6379 and x");
+        assert_eq!(redact_credentials("a://u@h b://v:w@i"), "a://***@h b://***@i");
+        assert_eq!(redact_credentials("no url"), "no url");
     }
 
     #[test]

@@ -23,7 +23,8 @@ use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
 use ractor::factory::{
-    Factory, FactoryArguments, FactoryMessage, Job, JobOptions, Worker, WorkerBuilder, WorkerId, queues, routing,
+    Factory, FactoryArguments, FactoryMessage, Job, JobOptions, Worker, WorkerBuilder, WorkerId, queues,
+    routing,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, rpc::CallResult};
 use tokio::runtime::Runtime;
@@ -101,7 +102,8 @@ impl ActorSystem {
         limits: ActorLimits,
     ) -> anyhow::Result<ActorSystem> {
         let (runtime, probe) = build_runtime("actors", threads)?;
-        let (pool_backend, pool_metrics, engine_metrics) = (backend.clone(), metrics.clone(), metrics.clone());
+        let (pool_backend, pool_metrics, engine_metrics) =
+            (backend.clone(), metrics.clone(), metrics.clone());
         // Spawned on the actor runtime, so every actor (and every task an actor
         // spawns) lives there; awaited from whatever runtime calls start().
         let (router, engine) = runtime
@@ -135,7 +137,8 @@ impl ActorSystem {
     /// until the reply or the await limit, as the seed's `Await.result` did.
     pub fn ask_blocking(&self, id: i64) -> Result<Content, AskError> {
         let (reply, answer) = mpsc::sync_channel(1);
-        let job = Job { key: (), msg: BlockingRead { id, reply }, options: JobOptions::default(), accepted: None };
+        let job =
+            Job { key: (), msg: BlockingRead { id, reply }, options: JobOptions::default(), accepted: None };
         self.metrics.actors.pool_mailbox.inc();
         if self.router.cast(FactoryMessage::Dispatch(job)).is_err() {
             self.metrics.actors.pool_mailbox.dec();
@@ -246,7 +249,11 @@ impl Actor for GraphEngineAsync {
     type State = (Arc<dyn GraphBackend>, Arc<Metrics>);
     type Arguments = (Arc<dyn GraphBackend>, Arc<Metrics>);
 
-    async fn pre_start(&self, _myself: ActorRef<ReadNode>, args: Self::Arguments) -> Result<Self::State, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<ReadNode>,
+        args: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
         Ok(args)
     }
 

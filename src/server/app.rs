@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
+use axum::handler::Handler;
 use axum::http::HeaderValue;
 use axum::http::header::SERVER;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::handler::Handler;
 use axum::routing::{MethodRouter, get};
 use futures_util::FutureExt;
 

@@ -159,15 +159,19 @@ impl Metrics {
         );
         for e in Endpoint::ALL {
             let s = &self.endpoints[e.index()];
-            for slot in 0..CODE_SLOTS {
-                let n = s.by_code[slot].load(Relaxed);
+            for (slot, count) in s.by_code.iter().enumerate() {
+                let n = count.load(Relaxed);
                 if n > 0 {
-                    let code = match slot {
-                        OTHER => "other".to_string(),
-                        CANCELLED => "cancelled".to_string(),
-                        _ => CODES[slot].to_string(),
+                    let code = match CODES.get(slot) {
+                        Some(code) => code.to_string(),
+                        None if slot == OTHER => "other".to_string(),
+                        None => "cancelled".to_string(),
                     };
-                    let _ = writeln!(w, "blocklab_http_requests_total{{endpoint=\"{}\",code=\"{code}\"}} {n}", e.path());
+                    let _ = writeln!(
+                        w,
+                        "blocklab_http_requests_total{{endpoint=\"{}\",code=\"{code}\"}} {n}",
+                        e.path()
+                    );
                 }
             }
         }
@@ -210,9 +214,13 @@ impl Metrics {
             }
             let path = e.path();
             let sum = s.sum_us.load(Relaxed) as f64 / 1e6;
-            let _ = writeln!(w, "blocklab_http_request_duration_seconds_bucket{{endpoint=\"{path}\",le=\"+Inf\"}} {count}");
+            let _ = writeln!(
+                w,
+                "blocklab_http_request_duration_seconds_bucket{{endpoint=\"{path}\",le=\"+Inf\"}} {count}"
+            );
             let _ = writeln!(w, "blocklab_http_request_duration_seconds_sum{{endpoint=\"{path}\"}} {sum}");
-            let _ = writeln!(w, "blocklab_http_request_duration_seconds_count{{endpoint=\"{path}\"}} {count}");
+            let _ =
+                writeln!(w, "blocklab_http_request_duration_seconds_count{{endpoint=\"{path}\"}} {count}");
         }
 
         help(
@@ -223,7 +231,11 @@ impl Metrics {
              unavailable rising means the database is down or unreachable.",
         );
         for (i, kind) in DB_ERROR_KINDS.iter().enumerate() {
-            let _ = writeln!(w, "blocklab_db_errors_total{{kind=\"{kind}\"}} {}", self.db_errors[i].load(Relaxed));
+            let _ = writeln!(
+                w,
+                "blocklab_db_errors_total{{kind=\"{kind}\"}} {}",
+                self.db_errors[i].load(Relaxed)
+            );
         }
 
         gauge_pair(
@@ -248,7 +260,11 @@ impl Metrics {
             "Worker actors started by the pool's supervisor; above the pool size means workers \
              failed and were restarted.",
         );
-        let _ = writeln!(w, "blocklab_actor_pool_worker_starts_total {}", self.actors.pool_worker_starts.load(Relaxed));
+        let _ = writeln!(
+            w,
+            "blocklab_actor_pool_worker_starts_total {}",
+            self.actors.pool_worker_starts.load(Relaxed)
+        );
         gauge_pair(
             w,
             "blocklab_actor_async_mailbox_depth",
@@ -306,7 +322,11 @@ fn render_process(w: &mut String) {
     if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
         for (field, name, text) in [
             ("VmRSS:", "process_resident_memory_bytes", "Resident memory of this process now."),
-            ("VmHWM:", "process_resident_memory_peak_bytes", "Highest resident memory of this process since start."),
+            (
+                "VmHWM:",
+                "process_resident_memory_peak_bytes",
+                "Highest resident memory of this process since start.",
+            ),
         ] {
             if let Some(kb) = status
                 .lines()
@@ -349,7 +369,9 @@ mod tests {
         assert!(text.contains("blocklab_http_requests_total{endpoint=\"/test\",code=\"503\"} 1"));
         assert!(text.contains("blocklab_http_requests_total{endpoint=\"/test\",code=\"cancelled\"} 1"));
         assert!(text.contains("blocklab_http_request_duration_seconds_count{endpoint=\"/test\"} 4"));
-        assert!(text.contains("blocklab_http_request_duration_seconds_bucket{endpoint=\"/test\",le=\"+Inf\"} 4"));
+        assert!(
+            text.contains("blocklab_http_request_duration_seconds_bucket{endpoint=\"/test\",le=\"+Inf\"} 4")
+        );
         assert!(text.contains("blocklab_http_requests_in_flight{endpoint=\"/test\"} 0"));
         assert_eq!(m.requests(Endpoint::Test), 4);
     }

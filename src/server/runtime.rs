@@ -61,7 +61,6 @@ impl RuntimeProbe {
         let workers = self.handle.metrics().num_workers();
         self.threads.load(Relaxed).saturating_sub(workers)
     }
-
 }
 
 /// Writes the figures of every runtime in Prometheus text format, each metric
@@ -98,7 +97,11 @@ pub fn render_runtimes(w: &mut String, probes: &[&RuntimeProbe]) {
     );
     for (rt, m, _) in &metrics {
         for i in 0..m.num_workers() {
-            let _ = writeln!(w, "tokio_worker_park_total{{runtime=\"{rt}\",worker=\"{i}\"}} {}", m.worker_park_count(i));
+            let _ = writeln!(
+                w,
+                "tokio_worker_park_total{{runtime=\"{rt}\",worker=\"{i}\"}} {}",
+                m.worker_park_count(i)
+            );
         }
     }
     help(

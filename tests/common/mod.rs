@@ -1,0 +1,86 @@
+//! Helpers shared by the integration tests: start a server on port 0 and
+//! talk to it over real TCP with hyper's client.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blocklab::graph::{EmbeddedGraph, GraphBackend};
+use blocklab::server::{RunningServer, ServeConfig};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+
+/// A finished request.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: String,
+    pub elapsed: Duration,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// Starts a server over an embedded graph of `nodes` with `latency`.
+pub fn embedded_server(config: ServeConfig) -> RunningServer {
+    let backend = Arc::new(EmbeddedGraph::load(config.nodes, config.db_latency).unwrap());
+    server_with(config, backend)
+}
+
+/// Starts a server over any backend.
+pub fn server_with(config: ServeConfig, backend: Arc<dyn GraphBackend>) -> RunningServer {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    RunningServer::start(config, backend, listener).unwrap()
+}
+
+/// GET `path` on a new connection; the elapsed time includes connecting.
+pub async fn get(addr: SocketAddr, path: &str) -> Reply {
+    try_get(addr, path).await.unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+/// As [`get`], returning transport errors instead of panicking.
+pub async fn try_get(
+    addr: SocketAddr,
+    path: &str,
+) -> Result<Reply, Box<dyn std::error::Error + Send + Sync>> {
+    let started = Instant::now();
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let request =
+        hyper::Request::get(path).header(hyper::header::HOST, addr.to_string()).body(Empty::<Bytes>::new())?;
+    let response = sender.send_request(request).await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok(Reply {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        elapsed: started.elapsed(),
+    })
+}
+
+/// GET `path` `n` times at once, each on its own connection; returns the
+/// replies and the wall time until the last one finished.
+pub async fn get_concurrently(addr: SocketAddr, path: &str, n: usize) -> (Vec<Reply>, Duration) {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let path = path.to_string();
+            tokio::spawn(async move { get(addr, &path).await })
+        })
+        .collect();
+    let mut replies = Vec::with_capacity(n);
+    for task in tasks {
+        replies.push(task.await.unwrap());
+    }
+    (replies, started.elapsed())
+}

@@ -1,0 +1,271 @@
+//! Each endpoint over real TCP: the right node for `?id=`, the right status and
+//! message for every bad input, the headers every response carries, and the
+//! failure paths of the actors (timeout, worker panic).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use blocklab::graph::{Content, EmbeddedGraph, GraphBackend, GraphError, ReadFuture, content_record};
+use blocklab::server::{ActorLimits, Endpoint, ServeConfig};
+use common::{embedded_server, get, server_with};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn small() -> ServeConfig {
+    ServeConfig { nodes: 200, workers: 2, ..ServeConfig::default() }
+}
+
+const DATA: [Endpoint; 7] = [
+    Endpoint::GetData,
+    Endpoint::GetDataAsync,
+    Endpoint::GetDataAsync2,
+    Endpoint::GetDataAkka,
+    Endpoint::GetDataAkkaAsync,
+    Endpoint::GetDataAkkaAsync2,
+    Endpoint::GetDataSpawnBlocking,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_data_endpoint_returns_exactly_the_requested_node() {
+    let server = embedded_server(small());
+    for endpoint in DATA {
+        for id in [1, 42, 200] {
+            let reply = get(server.addr(), &format!("{}?id={id}", endpoint.path())).await;
+            assert_eq!(reply.status, 200, "{} id={id}: {}", endpoint.path(), reply.body);
+            assert_eq!(reply.headers["content-type"], "application/json");
+            assert_eq!(
+                reply.json(),
+                serde_json::to_value(content_record(id)).unwrap(),
+                "{}",
+                endpoint.path()
+            );
+        }
+        // Without ?id= the node is random but still a whole, valid node.
+        let reply = get(server.addr(), endpoint.path()).await;
+        let id = reply.json()["id"].as_i64().unwrap();
+        assert!((1..=200).contains(&id));
+        assert_eq!(reply.json(), serde_json::to_value(content_record(id)).unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_endpoint_says_works_and_every_response_has_server_and_date() {
+    let server = embedded_server(small());
+    let reply = get(server.addr(), "/test").await;
+    assert_eq!((reply.status, reply.body.as_str()), (200, "works"));
+    for path in ["/test", "/getData?id=1", "/getData?id=abc", "/nope", "/metrics"] {
+        let reply = get(server.addr(), path).await;
+        assert!(reply.headers["server"].to_str().unwrap().starts_with("blocklab/"), "{path}");
+        assert!(reply.headers.contains_key("date"), "{path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_ids_are_400_with_a_message_that_says_what_is_wrong() {
+    let server = embedded_server(small());
+    for endpoint in DATA {
+        for (query, expected) in [
+            ("id=abc", "id must be an integer from 1 to 200, got 'abc'"),
+            ("id=", "id must be an integer from 1 to 200, got ''"),
+            ("id=0", "id 0 is out of range: ids run from 1 to 200"),
+            ("id=201", "id 201 is out of range: ids run from 1 to 200"),
+            ("id=-3", "id -3 is out of range: ids run from 1 to 200"),
+            ("id=99999999999999999999", "id must be an integer from 1 to 200, got '99999999999999999999'"),
+        ] {
+            let reply = get(server.addr(), &format!("{}?{query}", endpoint.path())).await;
+            assert_eq!(reply.status, 400, "{} {query}", endpoint.path());
+            assert_eq!(reply.json(), serde_json::json!({ "error": expected }));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths_are_404_and_other_methods_405() {
+    let server = embedded_server(small());
+    let reply = get(server.addr(), "/getdata").await;
+    assert_eq!(reply.status, 404);
+    assert_eq!(reply.json(), serde_json::json!({ "error": "no such path: /getdata" }));
+
+    let mut stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    stream
+        .write_all(b"POST /test HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    assert!(text.starts_with("HTTP/1.1 405"), "{text}");
+    assert!(text.contains("use GET"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actor_replies_that_miss_their_limit_are_503() {
+    let config = ServeConfig {
+        db_latency: Duration::from_millis(600),
+        limits: ActorLimits {
+            await_timeout: Duration::from_millis(100),
+            ask_timeout: Duration::from_millis(100),
+        },
+        ..small()
+    };
+    let server = embedded_server(config);
+    for path in ["/getDataAkka?id=3", "/getDataAkkaAsync?id=3", "/getDataAkkaAsync2?id=3"] {
+        let reply = get(server.addr(), path).await;
+        assert_eq!(reply.status, 503, "{path}: {}", reply.body);
+        assert_eq!(reply.json(), serde_json::json!({ "error": "no reply from the actor within 100ms" }));
+        assert!(reply.elapsed < Duration::from_millis(550), "{path} waited {:?}", reply.elapsed);
+    }
+}
+
+/// A backend whose blocking read panics for one id, as a buggy driver might.
+struct PanicsOn {
+    id: i64,
+    inner: EmbeddedGraph,
+}
+
+impl GraphBackend for PanicsOn {
+    fn describe(&self) -> String {
+        "embedded, panicking on one id".into()
+    }
+    fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
+        assert_ne!(id, self.id, "driver bug on id {id}");
+        self.inner.read_blocking(id)
+    }
+    fn read(&self, id: i64) -> ReadFuture<'_> {
+        Box::pin(async move {
+            assert_ne!(id, self.id, "driver bug on id {id}");
+            self.inner.read(id).await
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_worker_is_restarted_and_only_its_request_fails() {
+    let backend = Arc::new(PanicsOn { id: 13, inner: EmbeddedGraph::load(200, Duration::ZERO).unwrap() });
+    let server = server_with(small(), backend);
+    let addr = server.addr();
+
+    for round in 0..3 {
+        let reply = get(addr, "/getDataAkka?id=13").await;
+        assert!(reply.status >= 500, "round {round}: {} {}", reply.status, reply.body);
+        assert_eq!(reply.json()["error"], "the actor serving this request failed before replying");
+        // Enough requests to go round all 4 workers of the pool twice.
+        for id in 1..=8 {
+            let reply = get(addr, &format!("/getDataAkka?id={id}")).await;
+            assert_eq!(reply.status, 200, "round {round} id {id}: {}", reply.body);
+        }
+    }
+    let metrics = get(addr, "/metrics").await.body;
+    let starts: u64 = metric(&metrics, "blocklab_actor_pool_worker_starts_total");
+    assert!(starts >= 4 + 3, "the supervisor should have restarted workers: {starts} starts");
+
+    // The same bug on the other paths: a 500 each, and the server carries on.
+    for path in
+        ["/getData?id=13", "/getDataAsync?id=13", "/getDataSpawnBlocking?id=13", "/getDataAkkaAsync?id=13"]
+    {
+        let reply = get(addr, path).await;
+        assert_eq!(reply.status / 100, 5, "{path}: {}", reply.body);
+        assert_eq!(get(addr, &path.replace("13", "12")).await.status, 200, "{path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
+    let server = embedded_server(small());
+    for endpoint in DATA {
+        assert_eq!(get(server.addr(), &format!("{}?id=5", endpoint.path())).await.status, 200);
+    }
+    let reply = get(server.addr(), "/metrics").await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = reply.body;
+    for endpoint in DATA {
+        let line = format!("blocklab_http_requests_total{{endpoint=\"{}\",code=\"200\"}} 1", endpoint.path());
+        assert!(text.contains(&line), "missing {line}");
+        let count =
+            format!("blocklab_http_request_duration_seconds_count{{endpoint=\"{}\"}} 1", endpoint.path());
+        assert!(text.contains(&count), "missing {count}");
+    }
+    for name in [
+        "tokio_worker_busy_seconds_total",
+        "tokio_global_queue_depth",
+        "tokio_blocking_threads",
+        "tokio_alive_tasks",
+        "blocklab_actor_pool_mailbox_depth",
+        "blocklab_actor_async_mailbox_depth",
+        "process_cpu_seconds_total",
+    ] {
+        assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}");
+    }
+    for rt in ["http", "actors"] {
+        assert!(text.contains(&format!("tokio_workers{{runtime=\"{rt}\"}}")), "no {rt} runtime");
+    }
+    assert_eq!(metric(&text, "tokio_workers{runtime=\"http\"}"), 2);
+    assert_eq!(metric(&text, "tokio_workers{runtime=\"actors\"}"), 4);
+    // spawn_blocking ran a read, so the blocking pool has at least one thread.
+    assert!(metric(&text, "tokio_blocking_threads{runtime=\"http\"}") >= 1);
+    assert_eq!(metric(&text, "blocklab_actor_pool_mailbox_depth"), 0);
+    assert!(metric(&text, "blocklab_actor_pool_mailbox_depth_peak") >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_1_0_and_1_1_with_and_without_keep_alive() {
+    let server = embedded_server(small());
+    let addr = server.addr();
+
+    // HTTP/1.0 without keep-alive: one response, then the server closes.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /getData?id=9 HTTP/1.0\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut text)).await.unwrap().unwrap();
+    assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+    assert!(text.ends_with(&serde_json::to_string(&content_record(9)).unwrap()), "{text}");
+
+    // HTTP/1.0 with keep-alive (ab -k): two responses on one connection.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    for _ in 0..2 {
+        s.write_all(b"GET /test HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").await.unwrap();
+        let head = read_response(&mut s).await;
+        assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+        assert!(head.to_ascii_lowercase().contains("connection: keep-alive"), "{head}");
+    }
+
+    // HTTP/1.1 keeps the connection by default, and closes on request.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /test HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    assert!(read_response(&mut s).await.starts_with("HTTP/1.1 200"));
+    s.write_all(b"GET /test HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut rest = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut rest)).await.unwrap().unwrap();
+    assert!(rest.starts_with("HTTP/1.1 200") && rest.ends_with("works"), "{rest}");
+}
+
+/// Reads one response whose body is `works` or JSON with a content-length.
+async fn read_response(s: &mut tokio::net::TcpStream) -> String {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte).await.unwrap();
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8(buf).unwrap();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap();
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).await.unwrap();
+    head + &String::from_utf8(body).unwrap()
+}
+
+/// The value of the sample line starting with `name ` (or `name{...} `).
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no sample {name}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
