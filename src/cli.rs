@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use hyper::header::{HeaderName, HeaderValue};
+
 use crate::graph::DbUrl;
+use crate::load::{LoadPlan, Stop};
 use crate::server::{ActorLimits, ServeConfig, available_cores};
 
 /// blocklab: what blocking calls, thread pools and actors do to a web
@@ -26,6 +29,113 @@ pub enum Command {
     /// Serve the seed study's endpoints, one execution model each.
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
+    /// Load an HTTP endpoint: closed loop like ab and wrk, or open loop at a fixed rate like wrk2.
+    #[command(after_help = LOAD_EXAMPLES)]
+    Load(LoadArgs),
+}
+
+const LOAD_EXAMPLES: &str = "\
+Examples:
+  blocklab load -k -c 200 -n 100000 http://localhost:9000/test     (the seed study's ab run)
+  blocklab load -k -c 50 -z 30s http://127.0.0.1:9000/getDataAsync
+  blocklab load -k -c 20 -z 10s --rate 2000 http://127.0.0.1:9000/getData
+  blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
+
+Closed loop (default): each connection sends its next request when the previous one ends.
+Open loop (--rate): requests are due at fixed intervals; latency is also measured from when
+each was due ('corrected'), so a stalled server cannot hide the stall.
+
+Exit status: 0 if at least one request got a 2xx/3xx response; 1 if none did (every failure
+is still counted and printed); 2 for a usage error.";
+
+/// Flags of `blocklab load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The URL to load (http:// only).
+    #[arg(value_name = "URL")]
+    pub url: String,
+
+    /// Concurrent connections, each with one request in flight at a time.
+    #[arg(short = 'c', long = "concurrency", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    pub concurrency: u32,
+
+    /// Total requests [default: 100000 unless -z is given].
+    #[arg(short = 'n', long = "requests", conflicts_with = "duration",
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Run for this long instead of a number of requests (e.g. 30s, 2m).
+    #[arg(short = 'z', long = "duration", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub duration: Option<Duration>,
+
+    /// Keep connections alive (as ab -k); without it every request opens a new connection.
+    #[arg(short = 'k', long = "keep-alive")]
+    pub keep_alive: bool,
+
+    /// Open loop: total requests per second, on a fixed schedule.
+    #[arg(long, value_parser = parse_rate, value_name = "R", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// Limit to connect, and to get a whole response after sending.
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub timeout: Duration,
+
+    /// Engine threads [default: the cores this process may use].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub threads: Option<u16>,
+
+    /// Also write the result as JSON (schema/load-result.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+
+    /// No progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET", value_name = "METHOD")]
+    pub method: String,
+
+    /// Extra request header, repeatable: -H 'Accept: application/json'.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+}
+
+impl LoadArgs {
+    /// The validated plan.
+    pub fn plan(&self) -> Result<LoadPlan, String> {
+        let stop = match (self.requests, self.duration) {
+            (_, Some(d)) => Stop::Duration(d),
+            (Some(n), None) => Stop::Requests(n),
+            (None, None) => Stop::Requests(100_000),
+        };
+        let mut plan = LoadPlan::new(&self.url, self.concurrency as usize, stop)?;
+        plan.keep_alive = self.keep_alive;
+        plan.rate = self.rate;
+        plan.timeout = self.timeout;
+        plan.threads = self.threads.map_or_else(available_cores, usize::from);
+        plan.method = self.method.parse().map_err(|_| format!("invalid method '{}'", self.method))?;
+        for header in &self.headers {
+            let (name, value) =
+                header.split_once(':').ok_or_else(|| format!("header '{header}' is not 'Name: value'"))?;
+            let name = HeaderName::try_from(name.trim())
+                .map_err(|_| format!("invalid header name in '{header}'"))?;
+            let value = HeaderValue::try_from(value.trim())
+                .map_err(|_| format!("invalid header value in '{header}'"))?;
+            plan.headers.push((name, value));
+        }
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(_) => Err("must be a positive number of requests per second".to_string()),
+        Err(_) => Err("not a number".to_string()),
+    }
 }
 
 const SERVE_EXAMPLES: &str = "\
@@ -136,6 +246,7 @@ mod tests {
         let argv = ["blocklab", "serve"].iter().chain(args);
         Cli::try_parse_from(argv).map(|cli| match cli.command {
             Command::Serve(s) => s,
+            _ => unreachable!("parsed serve"),
         })
     }
 
@@ -162,6 +273,41 @@ mod tests {
             let err = serve(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    fn load(args: &[&str]) -> Result<LoadPlan, String> {
+        let argv = ["blocklab", "load"].iter().chain(args);
+        match Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            Command::Load(l) => l.plan(),
+            _ => unreachable!("parsed load"),
+        }
+    }
+
+    #[test]
+    fn the_seed_invocation_parses_as_written() {
+        let plan = load(&["-k", "-c", "200", "-n", "100000", "http://localhost:9000/test"]).unwrap();
+        assert_eq!((plan.connections, plan.stop, plan.keep_alive), (200, Stop::Requests(100_000), true));
+        assert_eq!(plan.target.path, "/test");
+        assert_eq!(plan.mode(), "closed");
+    }
+
+    #[test]
+    fn bad_load_flags_are_refused() {
+        for bad in [
+            &["-c", "0", "http://127.0.0.1:1/"][..],
+            &["-c", "10", "-n", "5", "http://127.0.0.1:1/"],
+            &["-n", "10", "-z", "1s", "http://127.0.0.1:1/"],
+            &["--rate", "0", "http://127.0.0.1:1/"],
+            &["--rate", "-3", "http://127.0.0.1:1/"],
+            &["-z", "soon", "http://127.0.0.1:1/"],
+            &["--timeout", "0s", "http://127.0.0.1:1/"],
+            &["https://127.0.0.1:1/"],
+            &["not a url"],
+            &["-H", "nocolon", "http://127.0.0.1:1/"],
+        ] {
+            assert!(load(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(load(&["https://127.0.0.1:1/"]).unwrap_err().contains("https is not supported yet"));
     }
 
     #[test]

@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::cli::{Cli, Command, ServeArgs};
+use std::io::IsTerminal;
+
+use crate::cli::{Cli, Command, LoadArgs, ServeArgs};
+use crate::load::report::LoadReport;
 use crate::server::{self, ServeConfig, app, build_state, open_backend, runtime::build_runtime};
 
 /// Why a command did not succeed.
@@ -35,7 +38,38 @@ impl Failure {
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Serve(args) => serve(&args),
+        Command::Load(args) => load(&args),
     }
+}
+
+/// `blocklab load`: validate, run, print the summary, write the JSON.
+fn load(args: &LoadArgs) -> Result<(), Failure> {
+    let mut plan = args.plan().map_err(Failure::Usage)?;
+    plan.progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    // Created before the run, so a bad path cannot lose a long run's results.
+    let json_file = match &args.json {
+        Some(path) => Some((
+            path,
+            std::fs::File::create(path)
+                .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let result = crate::load::run(&plan)?;
+    let report = LoadReport::new(&plan, &result);
+    print!("{}", crate::load::report::text(&plan, &result, &report));
+    if let Some((path, file)) = json_file {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if result.stats.ok == 0 {
+        return Err(Failure::Failed(anyhow::anyhow!(
+            "no request succeeded: {} failed without a response, {} non-2xx/3xx responses",
+            result.stats.error_total(),
+            result.stats.completed
+        )));
+    }
+    Ok(())
 }
 
 /// `blocklab serve`: bind, load the database, print `listening on`, serve

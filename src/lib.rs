@@ -13,6 +13,8 @@
 //!   ([`server::actors`]), the runtimes and their probes
 //!   ([`server::runtime`]), `/metrics` ([`server::metrics`]), and the accept
 //!   loop with graceful shutdown ([`server::serve`]).
+//! * [`load`] — `blocklab load`: the load generator (closed and open loop,
+//!   HdrHistogram latencies, every outcome counted, ab-style text and JSON).
 //! * [`command`] — what each subcommand does, and how failures become exit codes.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls
@@ -21,4 +23,5 @@
 pub mod cli;
 pub mod command;
 pub mod graph;
+pub mod load;
 pub mod server;

@@ -3,6 +3,11 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+
+// The server and the load generator both allocate per request; mimalloc keeps
+// that off the profile (glibc's arenas were growing and trimming their heap).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::error::ErrorKind;
 
 fn main() -> ExitCode {

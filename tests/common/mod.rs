@@ -84,3 +84,104 @@ pub async fn get_concurrently(addr: SocketAddr, path: &str, n: usize) -> (Vec<Re
     }
     (replies, started.elapsed())
 }
+
+/// How a [`TestServer`] answers request number `n` (0-based), `since` its start.
+pub type Behaviour = Arc<
+    dyn Fn(u64, Duration) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<u16>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// A tiny hyper server with a scripted behaviour, on its own runtime. The
+/// behaviour returns the status to answer with, or `None` to close the
+/// connection without answering.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub requests: Arc<std::sync::atomic::AtomicU64>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub fn start(behaviour: Behaviour) -> TestServer {
+        use hyper::service::service_fn;
+        use std::sync::atomic::Ordering::Relaxed;
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = requests.clone();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let started = Instant::now();
+                loop {
+                    let (stream, _) = tokio::select! {
+                        accepted = listener.accept() => accepted.unwrap(),
+                        _ = &mut stopped => break,
+                    };
+                    let (behaviour, counter) = (behaviour.clone(), counter.clone());
+                    tokio::spawn(async move {
+                        let service = service_fn(move |_request: hyper::Request<hyper::body::Incoming>| {
+                            let n = counter.fetch_add(1, Relaxed);
+                            let answer = behaviour(n, started.elapsed());
+                            async move {
+                                match answer.await {
+                                    Some(status) => Ok(hyper::Response::builder()
+                                        .status(status)
+                                        .header("server", "test-server")
+                                        .body(http_body_util::Full::new(Bytes::from_static(b"hello")))
+                                        .unwrap()),
+                                    None => Err("close without answering"),
+                                }
+                            }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+            });
+            runtime.shutdown_background();
+        });
+        TestServer { addr, requests, stop: Some(stop), thread: Some(thread) }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A behaviour from a synchronous rule plus an optional delay.
+pub fn behaviour(
+    rule: impl Fn(u64, Duration) -> (Duration, Option<u16>) + Send + Sync + 'static,
+) -> Behaviour {
+    Arc::new(move |n, since| {
+        let (delay, status) = rule(n, since);
+        Box::pin(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            status
+        })
+    })
+}

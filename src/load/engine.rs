@@ -1,0 +1,320 @@
+//! The engine: engine threads, each a single-threaded tokio runtime that owns
+//! its share of the connections and records into its own [`ThreadStats`]
+//! (no locks, no shared histograms — as wrk's threads), merged at the end.
+//!
+//! Each connection runs one loop: decide whether there is a next request and
+//! when it is due, send it, wait for the whole response (bounded by the
+//! timeout and the `-z` deadline), record exactly one outcome.
+//!
+//! * Closed loop (default): a connection sends its next request as soon as
+//!   the previous one ended; `-n` is shared through one atomic counter, so
+//!   exactly N requests are started whatever the speed of each connection.
+//! * Open loop (`--rate R`): request *i* is due at `t0 + i/R`; connection *c*
+//!   of *C* owns requests c, c+C, c+2C, ... (R/C per second each). Latency is
+//!   recorded twice: from the actual send (what ab and wrk report) and from
+//!   the due time (corrected for coordinated omission, as wrk2 does), so a
+//!   stalled server cannot hide its stall by slowing the load down.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use http_body_util::Empty;
+use hyper::Request;
+use hyper::body::Bytes;
+use hyper::header::{CONNECTION, HOST, HeaderValue, USER_AGENT};
+use tokio::task::LocalSet;
+use tokio::time::{Instant, Sleep};
+
+use super::client::{self, Connection, ErrorKind, SendFailure};
+use super::outcome::{RunResult, ThreadStats};
+use super::plan::{LoadPlan, Stop};
+use super::progress::Progress;
+
+const USER_AGENT_VALUE: &str = concat!("blocklab-load/", env!("CARGO_PKG_VERSION"));
+
+/// Counters every thread updates, for the progress bar and the `-n` budget.
+#[derive(Default)]
+pub struct Shared {
+    /// Requests claimed so far in a closed-loop `-n` run.
+    claimed: AtomicU64,
+    /// Requests that ended (any outcome).
+    pub ended: AtomicU64,
+    /// Requests that ended without a response, or with status >= 400.
+    pub failed: AtomicU64,
+    /// Set when the run is over.
+    pub finished: AtomicBool,
+}
+
+/// Runs `plan` to the end and returns what it measured.
+pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
+    plan.validate().map_err(anyhow::Error::msg)?;
+    let threads = plan.threads.min(plan.connections).max(1);
+    let plan = Arc::new(plan.clone());
+    let shared = Arc::new(Shared::default());
+    // All threads build their runtime, then start together at t0.
+    let barrier = Arc::new(Barrier::new(threads));
+    let t0: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
+    let started_at = SystemTime::now();
+
+    let progress = plan.progress.then(|| Progress::start(&plan, shared.clone()));
+    let mut handles = Vec::with_capacity(threads);
+    for t in 0..threads {
+        // Connections are dealt out evenly: thread t gets [t*C/T, (t+1)*C/T).
+        let first = t * plan.connections / threads;
+        let last = (t + 1) * plan.connections / threads;
+        let (plan, shared, barrier, t0) = (plan.clone(), shared.clone(), barrier.clone(), t0.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("load-{t}"))
+            .spawn(move || engine_thread(&plan, first..last, &shared, &barrier, &t0))
+            .context("starting an engine thread")?;
+        handles.push(handle);
+    }
+    let mut merged = ThreadStats::new(plan.rate.is_some());
+    for handle in handles {
+        let stats = handle.join().map_err(|_| anyhow::anyhow!("an engine thread panicked"))??;
+        merged.merge(&stats);
+    }
+    let end = Instant::now();
+    shared.finished.store(true, Relaxed);
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    let t0 = *t0.get().context("the run never started")?;
+    Ok(RunResult { stats: merged, duration: end - t0, started_at, threads })
+}
+
+fn engine_thread(
+    plan: &Arc<LoadPlan>,
+    connections: std::ops::Range<usize>,
+    shared: &Arc<Shared>,
+    barrier: &Barrier,
+    t0: &OnceLock<Instant>,
+) -> anyhow::Result<ThreadStats> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    // Even if this thread cannot run, it must reach the barrier or the others wait forever.
+    if barrier.wait().is_leader() {
+        let _ = t0.set(Instant::now());
+    }
+    barrier.wait();
+    let runtime = runtime.context("starting an engine runtime")?;
+    let t0 = *t0.get().expect("set by the barrier leader");
+    let stats = Rc::new(RefCell::new(ThreadStats::new(plan.rate.is_some())));
+    let local = LocalSet::new();
+    local.block_on(&runtime, async {
+        let tasks: Vec<_> = connections
+            .map(|c| {
+                let (plan, shared, stats) = (plan.clone(), shared.clone(), stats.clone());
+                tokio::task::spawn_local(async move { connection_loop(c, &plan, &shared, &stats, t0).await })
+            })
+            .collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+    });
+    drop(local);
+    Ok(Rc::try_unwrap(stats).map_err(|_| anyhow::anyhow!("connection tasks outlived the run"))?.into_inner())
+}
+
+/// What became of one request.
+enum Outcome {
+    Reply(client::Reply),
+    Failed(ErrorKind),
+    InFlightAtDeadline,
+}
+
+async fn connection_loop(
+    c: usize,
+    plan: &LoadPlan,
+    shared: &Shared,
+    stats: &RefCell<ThreadStats>,
+    t0: Instant,
+) {
+    let deadline = match plan.stop {
+        Stop::Duration(d) => Some(t0 + d),
+        Stop::Requests(_) => None,
+    };
+    let conns = plan.connections as u64;
+    let mut connection: Option<Connection> = None;
+    // One timer per connection, re-armed only when it fires (see `bounded`).
+    let mut watchdog = Box::pin(tokio::time::sleep_until(t0 + plan.timeout));
+    // Open loop: how many of this connection's scheduled requests were sent.
+    let mut sent_here: u64 = 0;
+    let mut now = t0;
+    loop {
+        let due = match plan.rate {
+            None => {
+                let more = match plan.stop {
+                    Stop::Requests(n) => shared.claimed.fetch_add(1, Relaxed) < n,
+                    Stop::Duration(_) => now < deadline.expect("duration run"),
+                };
+                if !more {
+                    break;
+                }
+                None
+            }
+            Some(rate) => {
+                let slot = c as u64 + sent_here * conns;
+                if matches!(plan.stop, Stop::Requests(n) if slot >= n) {
+                    break;
+                }
+                let at = t0 + Duration::from_secs_f64(slot as f64 / rate);
+                if deadline.is_some_and(|d| at >= d) {
+                    break;
+                }
+                sent_here += 1;
+                Some(at)
+            }
+        };
+        if let Some(at) = due {
+            if at > now {
+                tokio::time::sleep_until(at).await;
+            } else {
+                // Behind schedule: the connection was still busy when this one was due.
+                let lag = now - at;
+                let mut s = stats.borrow_mut();
+                s.max_send_lag = s.max_send_lag.max(lag);
+                if lag > Duration::from_millis(1) {
+                    s.late_sends += 1;
+                }
+            }
+        }
+        stats.borrow_mut().sent += 1;
+        let sent = if due.is_some() { Instant::now() } else { now };
+        let outcome = one_request(plan, &mut connection, stats, sent, deadline, &mut watchdog).await;
+        let ended = Instant::now();
+        now = ended;
+        let mut s = stats.borrow_mut();
+        let at_deadline = matches!(outcome, Outcome::InFlightAtDeadline);
+        match outcome {
+            Outcome::Reply(reply) => {
+                if reply.status >= 400 {
+                    shared.failed.fetch_add(1, Relaxed);
+                }
+                s.response(&reply, ended - sent, due.map(|at| ended - at));
+            }
+            Outcome::Failed(kind) => {
+                shared.failed.fetch_add(1, Relaxed);
+                s.error(kind);
+            }
+            Outcome::InFlightAtDeadline => s.in_flight_at_deadline += 1,
+        }
+        shared.ended.fetch_add(1, Relaxed);
+        if at_deadline {
+            break;
+        }
+    }
+    if let (Some(rate), Some(deadline)) = (plan.rate, deadline) {
+        // Requests of this connection due before the deadline that never went out.
+        let due_slots = ((deadline - t0).as_secs_f64() * rate - c as f64) / conns as f64;
+        let due_here = due_slots.max(0.0).ceil() as u64;
+        stats.borrow_mut().backlog += due_here.saturating_sub(sent_here);
+    }
+}
+
+/// Sends one request on `connection` (opening one if needed) and waits for
+/// the whole response, at most the timeout and never past the deadline.
+async fn one_request(
+    plan: &LoadPlan,
+    connection: &mut Option<Connection>,
+    stats: &RefCell<ThreadStats>,
+    sent: Instant,
+    deadline: Option<Instant>,
+    watchdog: &mut Pin<Box<Sleep>>,
+) -> Outcome {
+    let limit = sent + plan.timeout;
+    let cut = deadline.map_or(limit, |d| d.min(limit));
+    let connecting = std::cell::Cell::new(false);
+    let work = async {
+        // One retry, for a keep-alive connection the server closed while it was idle.
+        for attempt in 0..2 {
+            let reusable = plan.keep_alive && connection.as_mut().is_some_and(Connection::is_open);
+            if !reusable {
+                connecting.set(true);
+                let started = Instant::now();
+                *connection = Some(client::connect(plan.target.addr, plan.timeout).await?);
+                stats.borrow_mut().connected(started.elapsed());
+                connecting.set(false);
+            }
+            let open = connection.as_mut().expect("connected above");
+            match open.send(request(plan)).await {
+                Ok(reply) => return Ok(reply),
+                Err(SendFailure::NotSent) if attempt == 0 => *connection = None,
+                Err(SendFailure::NotSent) => return Err(ErrorKind::ClosedEarly),
+                Err(SendFailure::Failed(kind)) => return Err(kind),
+            }
+        }
+        unreachable!("the loop returns on its second attempt")
+    };
+    match bounded(watchdog, cut, work).await {
+        Ok(Ok(reply)) => {
+            if !plan.keep_alive {
+                *connection = None;
+            }
+            Outcome::Reply(reply)
+        }
+        Ok(Err(kind)) => {
+            *connection = None;
+            Outcome::Failed(kind)
+        }
+        Err(Cut) => {
+            *connection = None;
+            if deadline.is_some_and(|d| Instant::now() >= d && d <= limit) {
+                Outcome::InFlightAtDeadline
+            } else if connecting.get() {
+                Outcome::Failed(ErrorKind::ConnectTimeout)
+            } else {
+                Outcome::Failed(ErrorKind::RequestTimeout)
+            }
+        }
+    }
+}
+
+/// `work` was cut off by the timeout or the deadline.
+struct Cut;
+
+/// Runs `work` until `cut`. Instead of a new timer per request (an insert and
+/// a removal in the timer wheel each time), the connection's one `watchdog`
+/// stays armed at an earlier cut; when it fires before the current cut it is
+/// simply re-armed, which happens at most once per timeout period.
+async fn bounded<F: Future>(watchdog: &mut Pin<Box<Sleep>>, cut: Instant, work: F) -> Result<F::Output, Cut> {
+    if watchdog.deadline() > cut {
+        // It must never fire late: only an earlier cut (the -z deadline) costs a re-arm.
+        watchdog.as_mut().reset(cut);
+    }
+    let mut work = std::pin::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            output = &mut work => return Ok(output),
+            () = watchdog.as_mut() => {
+                if Instant::now() >= cut {
+                    return Err(Cut);
+                }
+                watchdog.as_mut().reset(cut);
+            }
+        }
+    }
+}
+
+/// The request the plan describes. Built per request: hyper takes ownership.
+fn request(plan: &LoadPlan) -> Request<Empty<Bytes>> {
+    let mut request = Request::new(Empty::new());
+    *request.method_mut() = plan.method.clone();
+    *request.uri_mut() = plan.target.path.clone();
+    let headers = request.headers_mut();
+    headers.insert(HOST, plan.target.host.clone());
+    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    if !plan.keep_alive {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    for (name, value) in &plan.headers {
+        headers.insert(name.clone(), value.clone());
+    }
+    request
+}

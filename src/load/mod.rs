@@ -1,0 +1,31 @@
+//! `blocklab load`: an HTTP load generator that is as fast as wrk, as
+//! faithful as wrk2 and as readable as ab.
+//!
+//! * [`plan`] — the validated [`LoadPlan`]: target, connections, when to
+//!   stop, closed or open loop.
+//! * [`engine`] — the threads, each a single-threaded tokio runtime owning its
+//!   share of the connections (as wrk's threads do), and the per-connection
+//!   loop that schedules, sends and records.
+//! * [`client`] — one HTTP/1.1 connection over hyper, and how every failure is
+//!   classified into an [`ErrorKind`] that gets counted.
+//! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
+//!   [`RunResult`] with its HdrHistograms.
+//! * [`report`] — the ab-style text summary and the versioned JSON document
+//!   (`schema/load-result.json`).
+//!
+//! Nothing goes missing: every request the plan starts ends as exactly one of
+//! *completed* (a response, any status), *error* (by kind) or *in flight at
+//! the deadline*, and `sent = completed + errors + in_flight` is checked and
+//! printed.
+
+pub mod client;
+pub mod engine;
+pub mod outcome;
+pub mod plan;
+pub mod progress;
+pub mod report;
+
+pub use client::ErrorKind;
+pub use engine::run;
+pub use outcome::{RunResult, ThreadStats};
+pub use plan::{LoadPlan, Stop, Target};

@@ -1,0 +1,179 @@
+//! The validated plan of a load run: everything the engine needs, checked
+//! once, so the engine never meets a bad value.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use hyper::Uri;
+use hyper::header::{HeaderName, HeaderValue};
+
+/// Where the load goes.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The URL as given (credentials redacted), for reports.
+    pub url: String,
+    /// The address connected to (the first the host resolves to).
+    pub addr: SocketAddr,
+    /// The `Host` header: the URL's authority.
+    pub host: HeaderValue,
+    /// The host name alone, for reports.
+    pub hostname: String,
+    /// The request target: path and query.
+    pub path: Uri,
+}
+
+impl Target {
+    /// Parses and resolves an `http://` URL.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let uri: Uri = url.parse().map_err(|e| format!("malformed URL '{url}': {e}"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => return Err("https is not supported yet: use an http:// URL".to_string()),
+            Some(other) => return Err(format!("unsupported scheme '{other}': use an http:// URL")),
+            None => return Err(format!("malformed URL '{url}': expected http://HOST[:PORT]/PATH")),
+        }
+        let authority = uri.authority().ok_or_else(|| format!("malformed URL '{url}': no host"))?;
+        if authority.as_str().contains('@') {
+            return Err("credentials in the URL are not supported".to_string());
+        }
+        let port = authority.port_u16().unwrap_or(80);
+        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let addr = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve '{host}': {e}"))?
+            .next()
+            .ok_or_else(|| format!("'{host}' resolves to no address"))?;
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        Ok(Target {
+            url: url.to_string(),
+            addr,
+            host: HeaderValue::from_str(authority.as_str()).map_err(|e| format!("bad host: {e}"))?,
+            hostname: host.to_string(),
+            path: path.parse().map_err(|e| format!("malformed path: {e}"))?,
+        })
+    }
+}
+
+/// When the run ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// After exactly this many requests have ended.
+    Requests(u64),
+    /// At this time after the start; requests still open then are counted as in flight.
+    Duration(Duration),
+}
+
+/// A whole load run, validated.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// Where to send.
+    pub target: Target,
+    /// The request method.
+    pub method: hyper::Method,
+    /// Extra request headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Concurrent connections, each with one request in flight at a time.
+    pub connections: usize,
+    /// When to stop.
+    pub stop: Stop,
+    /// Reuse connections (`-k`); otherwise one connection per request.
+    pub keep_alive: bool,
+    /// Open loop: total requests per second, on a fixed schedule.
+    pub rate: Option<f64>,
+    /// Limit for connecting, and for each request from send to last body byte.
+    pub timeout: Duration,
+    /// Engine threads (at most `connections`).
+    pub threads: usize,
+    /// Draw a live progress bar on stderr.
+    pub progress: bool,
+}
+
+impl LoadPlan {
+    /// A closed-loop, keep-alive plan of `requests` over `connections` to
+    /// `url`, one thread, no progress bar: the shape tests and the experiment
+    /// runner start from.
+    pub fn new(url: &str, connections: usize, stop: Stop) -> Result<LoadPlan, String> {
+        Ok(LoadPlan {
+            target: Target::parse(url)?,
+            method: hyper::Method::GET,
+            headers: Vec::new(),
+            connections,
+            stop,
+            keep_alive: true,
+            rate: None,
+            timeout: Duration::from_secs(30),
+            threads: 1,
+            progress: false,
+        })
+    }
+
+    /// Checks the combinations the flags alone cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.connections == 0 {
+            return Err("-c must be at least 1".to_string());
+        }
+        if let Stop::Requests(n) = self.stop
+            && n < self.connections as u64
+        {
+            return Err(format!(
+                "-n {n} is smaller than -c {}: every connection needs a request",
+                self.connections
+            ));
+        }
+        if let Stop::Duration(d) = self.stop
+            && d.is_zero()
+        {
+            return Err("-z must be more than zero".to_string());
+        }
+        if let Some(rate) = self.rate
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return Err(format!("--rate must be a positive number of requests per second, got {rate}"));
+        }
+        if self.timeout.is_zero() {
+            return Err("--timeout must be more than zero".to_string());
+        }
+        if self.threads == 0 {
+            return Err("--threads must be at least 1".to_string());
+        }
+        Ok(())
+    }
+
+    /// `closed` or `open`, for reports.
+    pub fn mode(&self) -> &'static str {
+        if self.rate.is_some() { "open" } else { "closed" }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked() {
+        let t = Target::parse("http://127.0.0.1:9000/getData?id=3").unwrap();
+        assert_eq!(t.addr, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(t.path, "/getData?id=3");
+        assert_eq!(t.host, "127.0.0.1:9000");
+        assert_eq!(Target::parse("http://127.0.0.1:8080").unwrap().path, "/");
+        assert!(Target::parse("https://x/").unwrap_err().contains("https is not supported yet"));
+        assert!(Target::parse("ftp://x/").unwrap_err().contains("unsupported scheme"));
+        assert!(Target::parse("127.0.0.1:9000/x").is_err());
+        assert!(Target::parse("http://").is_err());
+        assert!(Target::parse("not a url").is_err());
+    }
+
+    #[test]
+    fn combinations_are_checked() {
+        let plan = |c, stop| LoadPlan::new("http://127.0.0.1:1/", c, stop).unwrap();
+        assert!(plan(0, Stop::Requests(10)).validate().is_err());
+        assert!(plan(10, Stop::Requests(9)).validate().is_err());
+        assert!(plan(10, Stop::Requests(10)).validate().is_ok());
+        assert!(plan(1, Stop::Duration(Duration::ZERO)).validate().is_err());
+        let mut p = plan(1, Stop::Requests(1));
+        p.rate = Some(0.0);
+        assert!(p.validate().is_err());
+        p.rate = Some(-5.0);
+        assert!(p.validate().is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! `blocklab load` against scripted in-process servers: what it measures is
+//! what happened (latency, counts by status and by kind of failure, nothing
+//! lost), and open-loop correction shows what a closed loop hides.
+
+mod common;
+
+use std::time::Duration;
+
+use blocklab::cli::{Cli, Command};
+use blocklab::load::{self, ErrorKind, LoadPlan, RunResult};
+use clap::Parser;
+use common::{TestServer, behaviour};
+
+fn plan(args: &[&str]) -> LoadPlan {
+    let argv = ["blocklab", "load"].iter().chain(args);
+    match Cli::try_parse_from(argv).unwrap().command {
+        Command::Load(l) => l.plan().unwrap(),
+        _ => unreachable!(),
+    }
+}
+
+fn run(args: &[&str]) -> RunResult {
+    let result = load::run(&plan(args)).unwrap();
+    assert!(result.is_balanced(), "sent != completed + errors + in flight");
+    result
+}
+
+fn errors(result: &RunResult, kind: ErrorKind) -> u64 {
+    result.stats.errors[kind.index()]
+}
+
+fn p(result: &RunResult, h: impl Fn(&RunResult) -> &hdrhistogram::Histogram<u64>, q: f64) -> Duration {
+    Duration::from_micros(h(result).value_at_quantile(q))
+}
+
+#[test]
+fn median_latency_is_the_server_delay() {
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(20), Some(200))));
+    let result = run(&["-k", "-c", "10", "-n", "300", &server.url("/")]);
+    let p50 = p(&result, |r| &r.stats.latency, 0.5);
+    assert!(p50 >= Duration::from_millis(19) && p50 <= Duration::from_millis(26), "p50 {p50:?}");
+    assert_eq!(result.stats.ok, 300);
+}
+
+#[test]
+fn n_requests_are_exactly_n_outcomes_and_n_server_requests() {
+    let server = TestServer::start(behaviour(|_, _| (Duration::ZERO, Some(200))));
+    for keep_alive in [true, false] {
+        let before = server.requests();
+        let url = server.url("/x");
+        let mut args = vec!["-c", "7", "-n", "1003", url.as_str()];
+        if keep_alive {
+            args.insert(0, "-k");
+        }
+        let result = run(&args);
+        let s = &result.stats;
+        assert_eq!(s.sent, 1003);
+        assert_eq!(s.completed + s.error_total(), 1003);
+        assert_eq!(s.completed, 1003, "errors: {:?}", s.errors);
+        assert_eq!(server.requests() - before, 1003, "keep-alive {keep_alive}");
+        if keep_alive {
+            assert_eq!(s.connections_opened, 7);
+        } else {
+            assert_eq!(s.connections_opened, 1003);
+            assert_eq!(s.connect.len(), 1003);
+        }
+    }
+}
+
+#[test]
+fn every_third_request_failing_is_counted_by_status() {
+    let server =
+        TestServer::start(behaviour(|n, _| (Duration::ZERO, Some(if n % 3 == 2 { 500 } else { 200 }))));
+    let result = run(&["-k", "-c", "4", "-n", "600", &server.url("/")]);
+    assert_eq!(result.stats.statuses[500], 200);
+    assert_eq!(result.stats.statuses[200], 400);
+    assert_eq!(result.stats.ok, 400);
+    assert_eq!(result.stats.error_total(), 0);
+}
+
+#[test]
+fn open_loop_correction_reveals_the_stall_that_closed_loop_hides() {
+    // Freezes for the first 500 ms of every second, like a long GC pause.
+    let stall = || {
+        behaviour(|_, since| {
+            let phase = Duration::from_nanos((since.as_nanos() % 1_000_000_000) as u64);
+            let wait = Duration::from_millis(500).saturating_sub(phase);
+            (wait, Some(200))
+        })
+    };
+    let server = TestServer::start(stall());
+    let open = run(&["-k", "-c", "2", "-z", "2500ms", "--rate", "400", &server.url("/")]);
+    let corrected = p(&open, |r| r.stats.corrected.as_ref().unwrap(), 0.99);
+    let measured = p(&open, |r| &r.stats.latency, 0.99);
+    assert!(corrected >= Duration::from_millis(250), "corrected p99 {corrected:?}");
+    assert!(corrected > measured * 5, "corrected p99 {corrected:?} vs measured {measured:?}");
+
+    let server = TestServer::start(stall());
+    let closed = run(&["-k", "-c", "2", "-z", "2500ms", &server.url("/")]);
+    let closed_p99 = p(&closed, |r| &r.stats.latency, 0.99);
+    // Two connections wait out each stall, then thousands of fast requests follow:
+    // the stall is under 1 % of the samples, so the closed loop's p99 hides it.
+    assert!(closed_p99 < Duration::from_millis(50), "closed-loop p99 {closed_p99:?}");
+    assert!(closed.stats.latency.max() >= 300_000, "the stall should still be the max");
+}
+
+#[test]
+fn open_loop_that_cannot_keep_up_says_so() {
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(50), Some(200))));
+    // 2 connections at 50 ms each sustain 40/s, not 400/s.
+    let result = run(&["-k", "-c", "2", "-z", "1s", "--rate", "400", &server.url("/")]);
+    assert!(result.achieved_rate() < 100.0, "achieved {}", result.achieved_rate());
+    assert!(result.stats.backlog > 250, "backlog {}", result.stats.backlog);
+    assert!(result.stats.late_sends > 0);
+}
+
+#[test]
+fn refused_connections_are_counted_by_kind() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let result = run(&["-k", "-c", "3", "-n", "30", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(errors(&result, ErrorKind::ConnectRefused), 30);
+    assert_eq!((result.stats.completed, result.stats.ok), (0, 0));
+}
+
+#[test]
+fn request_timeouts_and_early_closes_are_counted_by_kind() {
+    let server = TestServer::start(behaviour(|n, _| match n % 2 {
+        0 => (Duration::from_secs(60), Some(200)),
+        _ => (Duration::ZERO, None),
+    }));
+    let result = run(&["-k", "-c", "4", "-n", "12", "--timeout", "200ms", &server.url("/")]);
+    let (timeouts, closed) =
+        (errors(&result, ErrorKind::RequestTimeout), errors(&result, ErrorKind::ClosedEarly));
+    assert_eq!(timeouts + closed, 12, "{:?}", result.stats.errors);
+    assert!(timeouts >= 3 && closed >= 3, "timeouts {timeouts}, closed early {closed}");
+}
+
+#[test]
+fn connect_timeouts_are_counted_by_kind() {
+    // A listener with a full accept queue that never accepts: the kernel drops further SYNs.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let _guard = runtime.enter();
+    let listener = socket.listen(0).unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let result = run(&["-k", "-c", "8", "-n", "8", "--timeout", "300ms", &url]);
+    assert!(errors(&result, ErrorKind::ConnectTimeout) >= 4, "{:?}", result.stats.errors);
+    assert_eq!(result.stats.completed, 0);
+    drop(listener);
+}
+
+#[test]
+fn duration_runs_count_requests_open_at_the_deadline() {
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_secs(5), Some(200))));
+    let started = std::time::Instant::now();
+    let result = run(&["-k", "-c", "5", "-z", "300ms", &server.url("/")]);
+    assert!(started.elapsed() < Duration::from_secs(3), "the deadline was not kept");
+    assert_eq!(result.stats.in_flight_at_deadline, 5);
+    assert_eq!(result.stats.sent, 5);
+    assert_eq!(result.stats.completed + result.stats.error_total(), 0);
+}

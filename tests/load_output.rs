@@ -1,0 +1,115 @@
+//! The real `blocklab load` binary: its JSON matches the schema in the repo,
+//! its text has ab's figures, and its exit status says whether anything
+//! succeeded.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{TestServer, behaviour};
+
+fn blocklab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_blocklab"))
+}
+
+fn validate(schema_path: &str, document: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let location = "https://blocklab.invalid/schema/load-result.json";
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource(location, schema).unwrap();
+    let index = compiler.compile(location, &mut schemas).unwrap();
+    if let Err(e) = schemas.validate(document, index) {
+        panic!("output does not match {schema_path}: {e:#}\n{document:#}");
+    }
+}
+
+#[test]
+fn json_output_matches_the_schema_closed_and_open_loop() {
+    let server = TestServer::start(behaviour(|n, _| {
+        (Duration::from_millis(1), Some(if n % 10 == 0 { 503 } else { 200 }))
+    }));
+    let dir = std::env::temp_dir().join(format!("blocklab-load-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, extra) in [("closed", vec!["-n", "200"]), ("open", vec!["-z", "1s", "--rate", "300"])] {
+        let file = dir.join(format!("{name}.json"));
+        let out = blocklab()
+            .args(["load", "-k", "-c", "4", "--json", file.to_str().unwrap()])
+            .args(&extra)
+            .arg(server.url("/doc"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let document: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        validate("schema/load-result.json", &document);
+        assert_eq!(document["mode"], name);
+        assert_eq!(document["balanced"], true);
+        assert!(document["status_codes"]["503"].as_u64().unwrap() > 0);
+        if name == "open" {
+            assert!(document["corrected_latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+            assert!(document["schedule"]["target_rate"].as_f64().unwrap() == 300.0);
+        } else {
+            assert!(document["corrected_latency_ms"].is_null());
+            assert_eq!(document["completed"], 200);
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        for needle in [
+            "Complete requests:",
+            "Failed requests:",
+            "Requests per second:",
+            "Non-2xx responses:",
+            "Percentage of the requests served within a certain time (ms)",
+            "(longest request)",
+        ] {
+            assert!(text.contains(needle), "{name}: no '{needle}' in\n{text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unreachable_target_completes_counts_and_exits_1() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = blocklab()
+        .args(["load", "-c", "2", "-n", "10", &format!("http://127.0.0.1:{port}/")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Failed requests:        10"), "{text}");
+    assert!(text.contains("connect refused: 10"), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no request succeeded"));
+}
+
+#[test]
+fn bad_load_flags_give_one_line_and_exit_2() {
+    for (args, needle) in [
+        (vec!["load", "not a url"], "malformed URL"),
+        (vec!["load", "https://127.0.0.1/"], "https is not supported yet"),
+        (vec!["load", "ftp://127.0.0.1/"], "unsupported scheme"),
+        (vec!["load", "-c", "0", "http://127.0.0.1:1/"], "-c"),
+        (vec!["load", "-c", "10", "-n", "5", "http://127.0.0.1:1/"], "smaller than -c"),
+        (vec!["load", "-n", "5", "-z", "1s", "http://127.0.0.1:1/"], "cannot be used with"),
+        (vec!["load", "--rate", "0", "http://127.0.0.1:1/"], "--rate"),
+        (vec!["load", "--rate", "-1", "http://127.0.0.1:1/"], "--rate"),
+        (vec!["load", "-z", "forever", "http://127.0.0.1:1/"], "--duration"),
+        (vec!["load", "--timeout", "x", "http://127.0.0.1:1/"], "--timeout"),
+        (
+            vec!["load", "--json", "/nonexistent/dir/x.json", "-n", "1", "-c", "1", "http://127.0.0.1:1/"],
+            "cannot write",
+        ),
+    ] {
+        let out = blocklab().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?} printed: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
