@@ -82,7 +82,7 @@ pub struct Reply {
     pub head_bytes: u64,
     /// Bytes of the body.
     pub body_bytes: u64,
-    /// The `Server` header, if any.
+    /// The `Server` header, if asked for and present.
     pub server: Option<String>,
 }
 
@@ -136,13 +136,15 @@ impl Connection {
     }
 
     /// Sends `request` and reads the whole response, driving the connection meanwhile.
-    pub async fn send(&mut self, request: Request<Empty<Bytes>>) -> Result<Reply, SendFailure> {
+    /// `want_server` copies the `Server` header into the reply (an allocation,
+    /// so only asked for until one response has supplied it).
+    pub async fn send(&mut self, request: Request<Empty<Bytes>>, want_server: bool) -> Result<Reply, SendFailure> {
         let Connection { sender, driver, closed } = self;
         let exchange = async {
             sender.ready().await.map_err(|_| SendFailure::NotSent)?;
             let response =
                 sender.send_request(request).await.map_err(|e| SendFailure::Failed(classify(&e)))?;
-            read_reply(response).await.map_err(SendFailure::Failed)
+            read_reply(response, want_server).await.map_err(SendFailure::Failed)
         };
         let mut exchange = std::pin::pin!(exchange);
         if !*closed {
@@ -157,7 +159,7 @@ impl Connection {
     }
 }
 
-async fn read_reply(response: Response<hyper::body::Incoming>) -> Result<Reply, ErrorKind> {
+async fn read_reply(response: Response<hyper::body::Incoming>, want_server: bool) -> Result<Reply, ErrorKind> {
     let status = response.status();
     // hyper hands over the parsed head; its wire size is status line, each
     // "name: value\r\n", and the blank line.
@@ -166,8 +168,11 @@ async fn read_reply(response: Response<hyper::body::Incoming>) -> Result<Reply, 
     for (name, value) in response.headers() {
         head_bytes += (name.as_str().len() + value.len() + 4) as u64;
     }
-    let server =
-        response.headers().get(hyper::header::SERVER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let server = if !want_server {
+        None
+    } else {
+        response.headers().get(hyper::header::SERVER).and_then(|v| v.to_str().ok()).map(str::to_string)
+    };
     let mut body = response.into_body();
     let mut body_bytes = 0u64;
     while let Some(frame) = body.frame().await {

@@ -242,7 +242,8 @@ async fn one_request(
                 connecting.set(false);
             }
             let open = connection.as_mut().expect("connected above");
-            match open.send(request(plan)).await {
+            let want_server = stats.borrow().server.is_none();
+            match open.send(request(plan), want_server).await {
                 Ok(reply) => return Ok(reply),
                 Err(SendFailure::NotSent) if attempt == 0 => *connection = None,
                 Err(SendFailure::NotSent) => return Err(ErrorKind::ClosedEarly),
