@@ -9,7 +9,10 @@ use tokio::net::TcpListener;
 
 use std::io::IsTerminal;
 
-use crate::cli::{Cli, Command, LoadArgs, ServeArgs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::cli::{BenchArgs, Cli, Command, LoadArgs, ServeArgs};
 use crate::load::report::LoadReport;
 use crate::server::{self, ServeConfig, app, build_state, open_backend, runtime::build_runtime};
 
@@ -22,6 +25,9 @@ pub enum Failure {
     /// The command started and failed.
     #[error("{0:#}")]
     Failed(#[from] anyhow::Error),
+    /// Stopped by SIGINT or SIGTERM before it was done (partial results written).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl Failure {
@@ -30,6 +36,7 @@ impl Failure {
         match self {
             Failure::Usage(_) => 2,
             Failure::Failed(_) => 1,
+            Failure::Interrupted => 130,
         }
     }
 }
@@ -39,7 +46,68 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Load(args) => load(&args),
+        Command::Bench(args) => bench(&args),
     }
+}
+
+/// `blocklab bench`: validate, run the matrix, write every output, print the table.
+fn bench(args: &BenchArgs) -> Result<(), Failure> {
+    let mut plan = args.plan().map_err(Failure::Usage)?;
+    plan.progress = std::io::stderr().is_terminal();
+    std::fs::create_dir_all(&plan.out)
+        .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", plan.out.display())))?;
+    if let Some(warning) = plan.placement.warning() {
+        eprintln!("blocklab: warning: {warning}");
+    }
+    eprintln!(
+        "bench: {} APIs x {} runs of {} requests (-c {}), {}; writing to {}",
+        plan.apis.len(),
+        plan.runs,
+        plan.requests,
+        plan.connections,
+        plan.placement,
+        plan.out.display()
+    );
+    let interrupt = Arc::new(AtomicBool::new(false));
+    watch_for_interrupt(interrupt.clone());
+    let results = crate::experiment::run(&plan, &interrupt)?;
+    let written = crate::report::write_all(&results, &plan.out)?;
+    print!("{}", crate::report::tables::seed_columns(&results).markdown());
+    println!();
+    println!("wall time {:.0} s; {} files in {}", results.wall_s, written.len(), plan.out.display());
+    println!("report: {}", plan.out.join("report.html").display());
+    if results.interrupted {
+        return Err(Failure::Interrupted);
+    }
+    let failed: Vec<String> = results
+        .tests
+        .iter()
+        .filter(|t| t.status != "ok")
+        .map(|t| format!("{} {}", t.test_id, t.api))
+        .collect();
+    if !failed.is_empty() {
+        return Err(Failure::Failed(anyhow::anyhow!(
+            "{} of {} tests failed: {}",
+            failed.len(),
+            results.tests.len(),
+            failed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Sets `flag` on the first SIGINT or SIGTERM, from a thread of its own.
+fn watch_for_interrupt(flag: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        runtime.block_on(async {
+            shutdown_signal().await;
+            eprintln!("blocklab: interrupted; stopping the servers and writing partial results");
+            flag.store(true, Ordering::Relaxed);
+        });
+    });
 }
 
 /// `blocklab load`: validate, run, print the summary, write the JSON.

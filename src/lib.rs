@@ -15,6 +15,9 @@
 //!   loop with graceful shutdown ([`server::serve`]).
 //! * [`load`] — `blocklab load`: the load generator (closed and open loop,
 //!   HdrHistogram latencies, every outcome counted, ab-style text and JSON).
+//! * [`experiment`] — `blocklab bench`: the seed study end to end (fresh
+//!   server process per API, pinned CPUs, repeated loads, `/metrics` sampled).
+//! * [`report`] — the bench's outputs: Markdown, JSON, CSV, SVG charts, HTML.
 //! * [`command`] — what each subcommand does, and how failures become exit codes.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls
@@ -22,6 +25,8 @@
 
 pub mod cli;
 pub mod command;
+pub mod experiment;
 pub mod graph;
 pub mod load;
+pub mod report;
 pub mod server;

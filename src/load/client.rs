@@ -138,7 +138,11 @@ impl Connection {
     /// Sends `request` and reads the whole response, driving the connection meanwhile.
     /// `want_server` copies the `Server` header into the reply (an allocation,
     /// so only asked for until one response has supplied it).
-    pub async fn send(&mut self, request: Request<Empty<Bytes>>, want_server: bool) -> Result<Reply, SendFailure> {
+    pub async fn send(
+        &mut self,
+        request: Request<Empty<Bytes>>,
+        want_server: bool,
+    ) -> Result<Reply, SendFailure> {
         let Connection { sender, driver, closed } = self;
         let exchange = async {
             sender.ready().await.map_err(|_| SendFailure::NotSent)?;
@@ -159,7 +163,10 @@ impl Connection {
     }
 }
 
-async fn read_reply(response: Response<hyper::body::Incoming>, want_server: bool) -> Result<Reply, ErrorKind> {
+async fn read_reply(
+    response: Response<hyper::body::Incoming>,
+    want_server: bool,
+) -> Result<Reply, ErrorKind> {
     let status = response.status();
     // hyper hands over the parsed head; its wire size is status line, each
     // "name: value\r\n", and the blank line.

@@ -1,0 +1,304 @@
+//! What a bench run produces, as data: one record per Test ID × Run ID, the
+//! run's conditions, and the seed study's published figures beside them.
+//! Serialized as `results.json` (`schema/bench-results.json`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::placement::Placement;
+use super::scrape::ServerFigures;
+
+/// The version of the `results.json` shape.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One row of the seed study's table (Play 2.7 + Neo4j + Akka, best of two runs).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SeedRow {
+    /// Test ID.
+    pub test_id: u32,
+    /// Path.
+    pub api: String,
+    /// Requests per second.
+    pub rps: f64,
+    /// Mean response time (ms).
+    pub mean_ms: f64,
+    /// Max response time (ms).
+    pub max_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+}
+
+/// The seed study's published figures: the better of its two runs per Test ID.
+pub fn seed_table() -> Vec<SeedRow> {
+    [
+        (1, "/test", 39059.0, 5.0, 1142.0, 16.0),
+        (2, "/getData", 3900.0, 51.0, 1478.0, 159.0),
+        (3, "/getDataAsync", 5137.0, 38.0, 1112.0, 75.0),
+        (4, "/getDataAsync2", 3318.0, 60.0, 1170.0, 99.0),
+        (5, "/getDataAkka", 3416.0, 58.0, 1117.0, 211.0),
+        (7, "/getDataAkkaAsync", 4981.0, 40.0, 1170.0, 87.0),
+        (8, "/getDataAkkaAsync2", 3370.0, 59.0, 1123.0, 94.0),
+    ]
+    .into_iter()
+    .map(|(test_id, api, rps, mean_ms, max_ms, p99_ms)| SeedRow {
+        test_id,
+        api: api.to_string(),
+        rps,
+        mean_ms,
+        max_ms,
+        p99_ms,
+    })
+    .collect()
+}
+
+/// One run (Run ID) of one API.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    /// Run ID, from 1.
+    pub run_id: u32,
+    /// Completed requests per second (load generator).
+    pub rps: f64,
+    /// Mean response time (ms).
+    pub mean_ms: f64,
+    /// Max response time (ms).
+    pub max_ms: f64,
+    /// Median (ms).
+    pub p50_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+    /// 99.9th percentile (ms).
+    pub p999_ms: f64,
+    /// Requests completed (any status).
+    pub completed: u64,
+    /// Completed with 2xx/3xx.
+    pub ok: u64,
+    /// Completed with a status other than 2xx.
+    pub non_2xx: u64,
+    /// Requests without a response, by kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Sum of `errors`.
+    pub error_total: u64,
+    /// Wall time of the load (s).
+    pub duration_s: f64,
+    /// CPU time the server used during the run (s).
+    pub server_cpu_s: f64,
+    /// Server CPU time per completed request (µs).
+    pub server_cpu_per_request_us: f64,
+    /// Server peak RSS so far (MiB).
+    pub server_peak_rss_mib: f64,
+    /// The server's own figures.
+    pub server: ServerFigures,
+    /// The load generator's JSON for this run, relative to the output folder.
+    pub load_json: String,
+}
+
+/// One API (Test ID): a fresh server, `runs` loads.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TestRecord {
+    /// Test ID (the seed's, 9 and up for blocklab's own endpoints).
+    pub test_id: u32,
+    /// Path.
+    pub api: String,
+    /// The execution model in a few words.
+    pub model: String,
+    /// `ok`, `failed` or `interrupted`.
+    pub status: String,
+    /// Why it failed, with the server's stderr tail.
+    pub failure: Option<String>,
+    /// The runs that completed.
+    pub runs: Vec<RunRecord>,
+}
+
+impl TestRecord {
+    /// The run with the highest RPS (the seed reported the better of two).
+    pub fn best(&self) -> Option<&RunRecord> {
+        self.runs.iter().max_by(|a, b| a.rps.total_cmp(&b.rps))
+    }
+}
+
+/// The machine the bench ran on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    /// CPU model name.
+    pub cpu_model: String,
+    /// CPUs online.
+    pub cpus_online: usize,
+    /// CPUs this process could use.
+    pub cpus_allowed: Vec<usize>,
+    /// Memory (GiB).
+    pub memory_gib: f64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Host name.
+    pub hostname: String,
+}
+
+/// Every parameter of the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Parameters {
+    /// Test IDs run.
+    pub apis: Vec<String>,
+    /// Concurrent connections.
+    pub connections: usize,
+    /// Requests per run.
+    pub requests: u64,
+    /// Runs per API.
+    pub runs: u32,
+    /// Always true: the seed used `ab -k`.
+    pub keep_alive: bool,
+    /// Database.
+    pub db: String,
+    /// Simulated round trip per read (ms).
+    pub db_latency_ms: f64,
+    /// Content nodes.
+    pub nodes: u64,
+    /// HTTP workers asked for (null: the server's default, the cores it may use).
+    pub workers_requested: Option<usize>,
+    /// HTTP workers the servers actually ran.
+    pub workers: Option<u64>,
+    /// Actor dispatcher threads.
+    pub actor_threads: Option<u64>,
+    /// `--quick`.
+    pub quick: bool,
+}
+
+/// The conditions of the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Conditions {
+    /// The machine.
+    pub machine: Machine,
+    /// Where server and load ran.
+    pub placement: Placement,
+    /// Every parameter.
+    pub parameters: Parameters,
+    /// Compiler and crate versions.
+    pub versions: BTreeMap<String, String>,
+    /// The database, in words.
+    pub database: String,
+}
+
+/// An API's best RPS as a fraction of `/test`, beside the seed's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NormalizedRow {
+    /// Test ID.
+    pub test_id: u32,
+    /// Path.
+    pub api: String,
+    /// blocklab: best RPS / best `/test` RPS.
+    pub blocklab: Option<f64>,
+    /// Seed: RPS / `/test` RPS (Play).
+    pub seed: Option<f64>,
+}
+
+/// Everything a bench run produced (`results.json`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchResults {
+    /// Always `blocklab/bench-results`.
+    pub schema: String,
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// blocklab's version.
+    pub tool_version: String,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// End, RFC 3339 UTC.
+    pub finished_at: String,
+    /// Wall time (s).
+    pub wall_s: f64,
+    /// True if stopped by ctrl-c / SIGTERM before the matrix was done.
+    pub interrupted: bool,
+    /// Conditions.
+    pub conditions: Conditions,
+    /// One record per Test ID, in order.
+    pub tests: Vec<TestRecord>,
+    /// The seed's published figures.
+    pub seed: Vec<SeedRow>,
+    /// Best RPS normalized to `/test`, beside the seed's.
+    pub normalized: Vec<NormalizedRow>,
+}
+
+impl BenchResults {
+    /// Computes `normalized` from `tests` and `seed`.
+    pub fn normalize(tests: &[TestRecord], seed: &[SeedRow]) -> Vec<NormalizedRow> {
+        let ours_test = tests.iter().find(|t| t.test_id == 1).and_then(TestRecord::best).map(|r| r.rps);
+        let seed_test = seed.iter().find(|s| s.test_id == 1).map(|s| s.rps);
+        tests
+            .iter()
+            .map(|t| NormalizedRow {
+                test_id: t.test_id,
+                api: t.api.clone(),
+                blocklab: match (t.best(), ours_test) {
+                    (Some(best), Some(base)) if base > 0.0 => Some(best.rps / base),
+                    _ => None,
+                },
+                seed: match (seed.iter().find(|s| s.test_id == t.test_id), seed_test) {
+                    (Some(row), Some(base)) => Some(row.rps / base),
+                    _ => None,
+                },
+            })
+            .collect()
+    }
+
+    /// Whether every test completed all its runs.
+    pub fn all_ok(&self) -> bool {
+        !self.interrupted && self.tests.iter().all(|t| t.status == "ok")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test(id: u32, rps: &[f64]) -> TestRecord {
+        TestRecord {
+            test_id: id,
+            api: format!("/api{id}"),
+            model: String::new(),
+            status: "ok".into(),
+            failure: None,
+            runs: rps
+                .iter()
+                .enumerate()
+                .map(|(i, r)| RunRecord {
+                    run_id: i as u32 + 1,
+                    rps: *r,
+                    mean_ms: 0.0,
+                    max_ms: 0.0,
+                    p50_ms: 0.0,
+                    p99_ms: 0.0,
+                    p999_ms: 0.0,
+                    completed: 0,
+                    ok: 0,
+                    non_2xx: 0,
+                    errors: BTreeMap::new(),
+                    error_total: 0,
+                    duration_s: 0.0,
+                    server_cpu_s: 0.0,
+                    server_cpu_per_request_us: 0.0,
+                    server_peak_rss_mib: 0.0,
+                    server: ServerFigures::default(),
+                    load_json: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn normalization_uses_the_best_run_of_each_side() {
+        let tests = vec![test(1, &[8000.0, 10000.0]), test(2, &[900.0, 1000.0]), test(9, &[5000.0])];
+        let rows = BenchResults::normalize(&tests, &seed_table());
+        assert_eq!(rows[0].blocklab, Some(1.0));
+        assert_eq!(rows[0].seed, Some(1.0));
+        assert_eq!(rows[1].blocklab, Some(0.1));
+        assert!((rows[1].seed.unwrap() - 3900.0 / 39059.0).abs() < 1e-12);
+        assert_eq!(rows[2].seed, None, "Test ID 9 has no seed figure");
+    }
+
+    #[test]
+    fn the_seed_table_is_the_published_one() {
+        let seed = seed_table();
+        assert_eq!(seed.iter().map(|s| s.test_id).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 7, 8]);
+        assert_eq!(seed[2].rps, 5137.0);
+    }
+}

@@ -1,0 +1,212 @@
+//! The charts of a bench report, as SVG drawn with plotters: horizontal bars
+//! (API names fit on the left), one group of bars per API.
+
+use plotters::prelude::*;
+
+use crate::experiment::results::{BenchResults, TestRecord};
+
+/// A chart: file name, title, SVG text.
+pub struct Chart {
+    /// File name under `charts/`.
+    pub file: &'static str,
+    /// Title.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+const SERIES_COLORS: [RGBColor; 4] =
+    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+
+/// A named series of values, one per category (None: no bar).
+struct Series {
+    name: &'static str,
+    values: Vec<Option<f64>>,
+}
+
+fn label(t: &TestRecord) -> String {
+    format!("{}  {}", t.test_id, t.api)
+}
+
+/// Every chart of the report.
+pub fn all(results: &BenchResults) -> Vec<Chart> {
+    let tests: Vec<&TestRecord> = results.tests.iter().filter(|t| t.best().is_some()).collect();
+    let names: Vec<String> = tests.iter().map(|t| label(t)).collect();
+    let best = |f: fn(&crate::experiment::results::RunRecord) -> f64| -> Vec<Option<f64>> {
+        tests.iter().map(|t| t.best().map(f)).collect()
+    };
+    let mut charts = Vec::new();
+    let mut push = |file, title: String, x: &str, series: Vec<Series>, log: bool, max: Option<f64>| {
+        if let Ok(svg) = hbars(&title, x, &names, &series, log, max) {
+            charts.push(Chart { file, title, svg });
+        }
+    };
+    push(
+        "rps.svg",
+        "Requests per second per API (best run)".to_string(),
+        "requests/s (log scale)",
+        vec![Series { name: "RPS", values: best(|r| r.rps) }],
+        true,
+        None,
+    );
+    push(
+        "latency.svg",
+        "Latency percentiles per API (best run)".to_string(),
+        "ms (log scale)",
+        vec![
+            Series { name: "p50", values: best(|r| r.p50_ms) },
+            Series { name: "p99", values: best(|r| r.p99_ms) },
+            Series { name: "p99.9", values: best(|r| r.p999_ms) },
+            Series { name: "max", values: best(|r| r.max_ms) },
+        ],
+        true,
+        None,
+    );
+    push(
+        "normalized.svg",
+        "RPS as a fraction of /test: blocklab beside the seed's Play app".to_string(),
+        "fraction of /test",
+        vec![
+            Series {
+                name: "seed (Play 2.7)",
+                values: tests
+                    .iter()
+                    .map(|t| results.normalized.iter().find(|n| n.test_id == t.test_id).and_then(|n| n.seed))
+                    .collect(),
+            },
+            Series {
+                name: "blocklab",
+                values: tests
+                    .iter()
+                    .map(|t| {
+                        results.normalized.iter().find(|n| n.test_id == t.test_id).and_then(|n| n.blocklab)
+                    })
+                    .collect(),
+            },
+        ],
+        false,
+        Some(1.05),
+    );
+    push(
+        "busy.svg",
+        "How busy the server's threads were (best run)".to_string(),
+        "busy ratio (1.0 = never idle; blocked counts as busy)",
+        vec![
+            Series { name: "HTTP workers", values: best(|r| r.server.http_busy_ratio) },
+            Series { name: "actor threads", values: best(|r| r.server.actor_busy_ratio) },
+        ],
+        false,
+        Some(1.05),
+    );
+    charts
+}
+
+fn hbars(
+    title: &str,
+    x_desc: &str,
+    categories: &[String],
+    series: &[Series],
+    log: bool,
+    max: Option<f64>,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let n = categories.len().max(1);
+    let legend = if series.len() > 1 { 18 * series.len() + 20 } else { 0 };
+    let height = (110 + n * (14 * series.len() + 22) + legend) as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let values: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().copied()).collect();
+        let hi =
+            max.unwrap_or_else(|| values.iter().copied().fold(0.0, f64::max) * if log { 3.0 } else { 1.1 });
+        let lo = if log {
+            values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / 3.0
+        } else {
+            0.0
+        };
+        let (lo, hi) =
+            if !lo.is_finite() || hi <= lo { (if log { 0.1 } else { 0.0 }, 1.0) } else { (lo, hi) };
+        let mut builder = ChartBuilder::on(&root);
+        builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(40).y_label_area_size(190);
+        // Several series get a legend: an empty band at the bottom keeps it off the bars.
+        let legend_band = if series.len() > 1 { 0.35 * series.len() as f64 + 0.3 } else { 0.0 };
+        let y_range = (-0.5f64 - legend_band)..(n as f64 - 0.5);
+        let names = categories.to_vec();
+        let y_fmt = move |y: &f64| {
+            let i = y.round();
+            if (y - i).abs() < 0.01 && i >= 0.0 && (i as usize) < names.len() {
+                names[names.len() - 1 - i as usize].clone()
+            } else {
+                String::new()
+            }
+        };
+        let group = 0.8 / series.len() as f64;
+        // Categories are drawn top to bottom: category i sits at y = n-1-i.
+        let bar = |i: usize, j: usize| {
+            let center = (n - 1 - i) as f64;
+            let top = center + 0.4 - j as f64 * group;
+            (top - group * 0.9, top)
+        };
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_desc)
+                    .y_labels(n)
+                    .y_label_formatter(&y_fmt)
+                    .disable_y_mesh()
+                    .label_style(("sans-serif", 13))
+                    .draw()?;
+                for (j, s) in series.iter().enumerate() {
+                    let color = SERIES_COLORS[j % SERIES_COLORS.len()];
+                    let bars = s.values.iter().enumerate().filter_map(|(i, v)| {
+                        let v = (*v)?;
+                        let (y0, y1) = bar(i, j);
+                        Some(Rectangle::new([(lo, y0), (v.max(lo), y1)], color.filled()))
+                    });
+                    chart
+                        .draw_series(bars)?
+                        .label(s.name)
+                        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+                    let texts = s.values.iter().enumerate().filter_map(|(i, v)| {
+                        let v = (*v)?;
+                        let (y0, y1) = bar(i, j);
+                        Some(Text::new(
+                            format_value(v),
+                            (v.max(lo), (y0 + y1) / 2.0),
+                            ("sans-serif", 11).into_font(),
+                        ))
+                    });
+                    chart.draw_series(texts)?;
+                }
+                if series.len() > 1 {
+                    chart
+                        .configure_series_labels()
+                        .position(SeriesLabelPosition::LowerRight)
+                        .background_style(WHITE.mix(0.85))
+                        .border_style(BLACK.mix(0.3))
+                        .label_font(("sans-serif", 13))
+                        .draw()?;
+                }
+            }};
+        }
+        if log {
+            draw!(builder.build_cartesian_2d((lo..hi).log_scale(), y_range)?);
+        } else {
+            draw!(builder.build_cartesian_2d(lo..hi, y_range)?);
+        }
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+fn format_value(v: f64) -> String {
+    if v >= 100.0 {
+        format!(" {v:.0}")
+    } else if v >= 10.0 {
+        format!(" {v:.1}")
+    } else {
+        format!(" {v:.2}")
+    }
+}

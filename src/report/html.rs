@@ -1,0 +1,154 @@
+//! `report.html`: one self-contained page (styles and charts inlined, no
+//! external requests) with the reading, the tables, the charts and the
+//! conditions of the run.
+
+use super::charts::Chart;
+use super::tables::{self, Table};
+use crate::experiment::results::BenchResults;
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn table(t: &Table) -> String {
+    let mut out = String::from("<table><thead><tr>");
+    for h in &t.headers {
+        out += &format!("<th>{}</th>", escape(h));
+    }
+    out += "</tr></thead><tbody>";
+    for row in &t.rows {
+        out += "<tr>";
+        for cell in row {
+            out += &format!("<td>{}</td>", escape(cell));
+        }
+        out += "</tr>";
+    }
+    out + "</tbody></table>"
+}
+
+const STYLE: &str = "
+body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2rem auto; max-width: 1100px;
+       color: #1b1f24; line-height: 1.45; padding: 0 1rem; }
+h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; }
+.sub { color: #57606a; margin-top: 0; }
+table { border-collapse: collapse; margin: .8rem 0; font-size: .88rem; }
+th, td { border: 1px solid #d0d7de; padding: .28rem .55rem; text-align: right; }
+th { background: #f6f8fa; } td:nth-child(3), th:nth-child(3) { text-align: left; }
+.normalized td:nth-child(2), .normalized th:nth-child(2) { text-align: left; }
+.normalized td:nth-child(3) { text-align: right; }
+ul.reading li { margin: .35rem 0; }
+.warn { background: #fff8c5; border: 1px solid #d4a72c; padding: .5rem .8rem; border-radius: 6px; }
+.fail { background: #ffebe9; border: 1px solid #cf222e; padding: .5rem .8rem; border-radius: 6px; }
+.chart { margin: 1rem 0; } .chart svg { max-width: 100%; height: auto; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; } dt { font-weight: 600; }
+.glossary td { text-align: left; }
+";
+
+const GLOSSARY: [(&str, &str); 10] = [
+    (
+        "RPS",
+        "completed requests per second, as the load generator measured them (ab's 'Requests per second')",
+    ),
+    (
+        "Mean / Max / 99 percentile",
+        "response time seen by the load generator, from sending a request to its last byte, in ms",
+    ),
+    (
+        "HTTP workers busy",
+        "share of the run the HTTP runtime's worker threads spent inside tasks; a blocked task counts as busy, so near 100 % with low RPS means blocked",
+    ),
+    ("actor threads busy", "the same for the actor system's own executor"),
+    ("blocking threads", "most threads seen in tokio's blocking pool (spawn_blocking) during the run"),
+    (
+        "actor mailbox peak",
+        "most messages seen waiting for the actors (the blocking pool's router, or the async actor)",
+    ),
+    (
+        "server mean / p99",
+        "time inside the server, from the router to the response (p99 is the upper bound of its histogram bucket); the gap to the client's latency is time spent queued",
+    ),
+    ("server CPU µs/req", "CPU time the server process used during the run, per completed request"),
+    ("server peak RSS", "highest resident memory of the server process so far"),
+    (
+        "÷ /test",
+        "an API's best RPS divided by /test's best RPS: how much of the HTTP stack's ceiling the model keeps",
+    ),
+];
+
+/// The whole page.
+pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> String {
+    let p = &results.conditions.parameters;
+    let mut body = String::new();
+    body += "<h1>blocklab bench — the seed study, reproduced</h1>";
+    body += &format!(
+        "<p class=\"sub\">Play 2.7 + Neo4j + Akka (the seed) translated to Rust: {} APIs × {} run{}, {} requests each at \
+         {} concurrent keep-alive connections, a fresh server per API. {}</p>",
+        results.tests.len(),
+        p.runs,
+        if p.runs == 1 { "" } else { "s" },
+        p.requests,
+        p.connections,
+        escape(&results.conditions.database)
+    );
+    if let Some(warning) = results.conditions.placement.warning() {
+        body += &format!("<p class=\"warn\">{}</p>", escape(&warning));
+    }
+    if p.quick {
+        body += "<p class=\"warn\">--quick run: a small matrix for a first look. Use the default run for conclusions.</p>";
+    }
+    if results.interrupted {
+        body += "<p class=\"fail\">This run was interrupted: the results below are partial.</p>";
+    }
+    if let Some(f) = tables::failures(results) {
+        body += "<div class=\"fail\"><strong>Failed tests</strong>";
+        body += &table(&f);
+        body += "</div>";
+    }
+    body += "<h2>Reading</h2><ul class=\"reading\">";
+    for s in reading {
+        body += &format!("<li>{}</li>", escape(s));
+    }
+    body += "</ul>";
+    body += "<h2>Results, in the seed's columns</h2><p>Times in ms, measured by the load generator.</p>";
+    body += &table(&tables::seed_columns(results));
+    body += "<h2>Normalized to /test, beside the seed</h2>";
+    body += "<p>Absolute numbers from different machines do not compare; the fraction of the HTTP stack's ceiling \
+             each model keeps does. The seed's figures are the better of its two runs, on a 4-core laptop.</p>";
+    body += "<div class=\"normalized\">";
+    body += &table(&tables::normalized(results));
+    body += "</div>";
+    body += "<h2>Charts</h2>";
+    for chart in charts {
+        body += &format!(
+            "<div class=\"chart\" title=\"{}\">{}</div>",
+            escape(&chart.title),
+            strip_xml_decl(&chart.svg)
+        );
+    }
+    body += "<h2>What the server said about itself</h2>";
+    body += "<p>Sampled from each server's <code>/metrics</code> every 250 ms during the run, and from /proc.</p>";
+    body += &table(&tables::extra_columns(results));
+    body += "<h2>What the figures mean</h2><table class=\"glossary\"><tbody>";
+    for (name, meaning) in GLOSSARY {
+        body += &format!("<tr><td><strong>{}</strong></td><td>{}</td></tr>", escape(name), escape(meaning));
+    }
+    body += "</tbody></table>";
+    body += "<h2>Conditions</h2><dl>";
+    for (k, v) in tables::conditions(results) {
+        body += &format!("<dt>{}</dt><dd>{}</dd>", escape(&k), escape(&v));
+    }
+    body += "</dl>";
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blocklab bench {}</title>\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head>\
+         <body>{body}</body></html>\n",
+        escape(&results.started_at)
+    )
+}
+
+fn strip_xml_decl(svg: &str) -> &str {
+    match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    }
+}

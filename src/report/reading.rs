@@ -1,0 +1,170 @@
+//! The short reading of a bench run: which model won, by how much, and the
+//! runtime figure that explains each result. Every sentence is computed from
+//! the recorded figures; where a figure is missing the sentence is left out.
+
+use crate::experiment::results::{BenchResults, RunRecord, TestRecord};
+use crate::report::tables::{ms, pct, rps};
+
+fn best(results: &BenchResults, test_id: u32) -> Option<(&TestRecord, &RunRecord)> {
+    let test = results.tests.iter().find(|t| t.test_id == test_id)?;
+    Some((test, test.best()?))
+}
+
+/// The reading, as plain sentences (one per bullet).
+pub fn sentences(results: &BenchResults) -> Vec<String> {
+    let mut out = Vec::new();
+    let p = &results.conditions.parameters;
+    let latency_ms = p.db_latency_ms;
+    let workers = p.workers.unwrap_or(1).max(1) as f64;
+    let w_label = |w: f64| {
+        if w == 1.0 { "the one HTTP worker".to_string() } else { format!("each of the {w} HTTP workers") }
+    };
+
+    let data: Vec<(&TestRecord, &RunRecord)> =
+        results.tests.iter().filter(|t| t.test_id != 1).filter_map(|t| Some((t, t.best()?))).collect();
+    if let (Some(fast), Some(slow)) = (
+        data.iter().max_by(|a, b| a.1.rps.total_cmp(&b.1.rps)),
+        data.iter().min_by(|a, b| a.1.rps.total_cmp(&b.1.rps)),
+    ) && slow.1.rps > 0.0
+        && fast.0.test_id != slow.0.test_id
+    {
+        out.push(format!(
+            "Fastest data endpoint: {} ({}) at {} req/s, {:.1}× the slowest, {} ({}) at {} req/s.",
+            fast.0.api,
+            fast.0.model,
+            rps(fast.1.rps),
+            fast.1.rps / slow.1.rps,
+            slow.0.api,
+            slow.0.model,
+            rps(slow.1.rps)
+        ));
+    }
+    if let Some((_, r)) = best(results, 1) {
+        out.push(format!(
+            "/test (no I/O) is the ceiling of the HTTP stack here: {} req/s, mean {} ms, HTTP workers {} busy, \
+             {:.1} µs of server CPU per request.",
+            rps(r.rps),
+            ms(r.mean_ms),
+            pct(r.server.http_busy_ratio),
+            r.server_cpu_per_request_us
+        ));
+    }
+    let ceiling = (latency_ms > 0.0).then(|| workers * 1000.0 / latency_ms);
+    if let Some((_, r)) = best(results, 2) {
+        match ceiling {
+            Some(c) => out.push(format!(
+                "/getData: {} req/s against a ceiling of {} req/s ({} workers ÷ {} ms): {} is held for the whole \
+                 simulated round trip, so at most {} read{} in flight at once while 200 connections wait. Workers \
+                 {} busy — {} — at {:.1} µs of server CPU per request.",
+                rps(r.rps),
+                rps(c),
+                workers,
+                ms(latency_ms),
+                w_label(workers),
+                workers,
+                if workers == 1.0 { " is" } else { "s are" },
+                pct(r.server.http_busy_ratio),
+                if r.server.http_busy_ratio > 0.8 && r.rps < 1.2 * c {
+                    "blocked in the sleep, not computing"
+                } else {
+                    "busy"
+                },
+                r.server_cpu_per_request_us
+            )),
+            None => out.push(format!(
+                "/getData: {} req/s. With no simulated latency a read is a few microseconds of CPU, so blocking \
+                 the worker costs little; run with --db-latency to see the difference.",
+                rps(r.rps)
+            )),
+        }
+    }
+    if let (Some((_, a)), Some((_, b))) = (best(results, 3), best(results, 2)) {
+        out.push(format!(
+            "/getDataAsync: {} req/s, {:.1}× /getData. The worker awaits the round trip and serves the other \
+             connections meanwhile; workers {} busy, mean latency {} ms for a {} ms round trip.",
+            rps(a.rps),
+            a.rps / b.rps.max(1e-9),
+            pct(a.server.http_busy_ratio),
+            ms(a.mean_ms),
+            ms(latency_ms)
+        ));
+    }
+    if let (Some((_, two)), Some((_, one))) = (best(results, 4), best(results, 3)) {
+        out.push(format!(
+            "/getDataAsync2 (two reads in sequence): {} req/s, {} of /getDataAsync; mean latency {} ms against {} ms.",
+            rps(two.rps),
+            pct(two.rps / one.rps.max(1e-9)),
+            ms(two.mean_ms),
+            ms(one.mean_ms)
+        ));
+    }
+    if let Some((_, r)) = best(results, 5) {
+        let pool = ceiling.map(|_| 4.0 * 1000.0 / latency_ms);
+        out.push(format!(
+            "/getDataAkka: {} req/s. The handler blocks its HTTP worker until one of the 4 blocking actors replies, \
+             so it is bound like /getData{}; at most {} job{} waited in the actor pool's mailbox (the blocked HTTP \
+             workers cannot send more) and the actor threads were {} busy.",
+            rps(r.rps),
+            pool.map_or(String::new(), |p| format!(" ({} in flight at most; the 4 actors alone could do {} req/s)", workers, rps(p))),
+            r.server.actor_mailbox_max,
+            if r.server.actor_mailbox_max == 1 { "" } else { "s" },
+            pct(r.server.actor_busy_ratio)
+        ));
+    }
+    if let Some((_, r)) = best(results, 7) {
+        out.push(format!(
+            "/getDataAkkaAsync: {} req/s. The actor only starts each read and moves on: up to {} reads were in flight \
+             at once, its mailbox held at most {} messages.",
+            rps(r.rps),
+            r.server.async_reads_in_flight_max,
+            r.server.async_mailbox_max
+        ));
+    }
+    if let (Some((_, two)), Some((_, one))) = (best(results, 8), best(results, 7)) {
+        out.push(format!(
+            "/getDataAkkaAsync2 (two asks in sequence): {} req/s, {} of /getDataAkkaAsync.",
+            rps(two.rps),
+            pct(two.rps / one.rps.max(1e-9))
+        ));
+    }
+    if let Some((_, r)) = best(results, 9) {
+        let vs_async = best(results, 3).map_or(String::new(), |(_, a)| {
+            format!(", against {:.1} µs for /getDataAsync", a.server_cpu_per_request_us)
+        });
+        out.push(format!(
+            "/getDataSpawnBlocking (the idiomatic fix): {} req/s. Each read holds a blocking-pool thread instead of a \
+             worker; the pool grew to {} threads, at {:.1} µs of server CPU per request{}.",
+            rps(r.rps),
+            r.server.blocking_threads_max,
+            r.server_cpu_per_request_us,
+            vs_async
+        ));
+    }
+    let row = |id: u32| results.normalized.iter().find(|n| n.test_id == id);
+    if let (Some(b), Some(a)) = (row(2), row(3))
+        && let (Some(sb), Some(bb), Some(sa), Some(ba)) = (b.seed, b.blocklab, a.seed, a.blocklab)
+    {
+        out.push(format!(
+            "Against the seed, as fractions of /test (absolute numbers from different machines do not compare): \
+             Play's /getData kept {} and /getDataAsync {}; here they keep {} and {}.",
+            pct(sb),
+            pct(sa),
+            pct(bb),
+            pct(ba)
+        ));
+    }
+    let failed: u64 = results.tests.iter().flat_map(|t| &t.runs).map(|r| r.error_total).sum();
+    if failed > 0 {
+        out.push(format!("{failed} requests failed without a response (see the per-run table for where)."));
+    }
+    for t in results.tests.iter().filter(|t| t.status != "ok") {
+        out.push(format!(
+            "Test ID {} {} {}: {}",
+            t.test_id,
+            t.api,
+            t.status,
+            t.failure.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}

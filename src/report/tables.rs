@@ -1,0 +1,241 @@
+//! The tables of a bench report, built once as data and rendered as
+//! Markdown (results.md, stdout) or HTML (report.html).
+
+use crate::experiment::results::{BenchResults, RunRecord, TestRecord};
+
+/// A table: headers and rows of cells.
+pub struct Table {
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Rows.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// GitHub-flavoured Markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("| {} |\n", self.headers.join(" | "));
+        out += &format!("|{}\n", "---|".repeat(self.headers.len()));
+        for row in &self.rows {
+            out += &format!("| {} |\n", row.join(" | "));
+        }
+        out
+    }
+}
+
+/// Milliseconds, with the precision the size deserves.
+pub fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Requests per second, whole.
+pub fn rps(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+/// A ratio as a percentage.
+pub fn pct(v: f64) -> String {
+    format!("{:.0} %", v * 100.0)
+}
+
+/// The API as the seed labelled it (`/getData (Blocking)`).
+pub fn label(test: &TestRecord) -> String {
+    match test.test_id {
+        2 | 5 => format!("{} (Blocking)", test.api),
+        _ => test.api.clone(),
+    }
+}
+
+fn runs(results: &BenchResults) -> impl Iterator<Item = (&TestRecord, &RunRecord)> {
+    results.tests.iter().flat_map(|t| t.runs.iter().map(move |r| (t, r)))
+}
+
+/// The seed's table, with its exact columns (times in ms).
+pub fn seed_columns(results: &BenchResults) -> Table {
+    Table {
+        headers: [
+            "Test ID",
+            "Run ID",
+            "API",
+            "RPS",
+            "Mean Response Time",
+            "Max Response Time",
+            "99 percentile",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: runs(results)
+            .map(|(t, r)| {
+                vec![
+                    t.test_id.to_string(),
+                    r.run_id.to_string(),
+                    label(t),
+                    rps(r.rps),
+                    ms(r.mean_ms),
+                    ms(r.max_ms),
+                    ms(r.p99_ms),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// blocklab's extra figures per run, with the server's own view.
+pub fn extra_columns(results: &BenchResults) -> Table {
+    Table {
+        headers: [
+            "Test ID",
+            "Run ID",
+            "API",
+            "p50 ms",
+            "p99.9 ms",
+            "failed",
+            "non-2xx",
+            "HTTP workers busy",
+            "actor threads busy",
+            "blocking threads",
+            "actor mailbox peak",
+            "server mean ms",
+            "server p99 ≤ ms",
+            "server CPU µs/req",
+            "server peak RSS MiB",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: runs(results)
+            .map(|(t, r)| {
+                let s = &r.server;
+                vec![
+                    t.test_id.to_string(),
+                    r.run_id.to_string(),
+                    t.api.clone(),
+                    ms(r.p50_ms),
+                    ms(r.p999_ms),
+                    r.error_total.to_string(),
+                    r.non_2xx.to_string(),
+                    pct(s.http_busy_ratio),
+                    pct(s.actor_busy_ratio),
+                    s.blocking_threads_max.to_string(),
+                    s.actor_mailbox_max.max(s.async_mailbox_max).to_string(),
+                    ms(s.server_mean_ms),
+                    ms(s.server_p99_ms),
+                    format!("{:.1}", r.server_cpu_per_request_us),
+                    format!("{:.1}", r.server_peak_rss_mib),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Best RPS of each API as a fraction of `/test`, beside the seed's.
+pub fn normalized(results: &BenchResults) -> Table {
+    let fraction = |v: Option<f64>| v.map_or("—".to_string(), |f| format!("{f:.3}"));
+    Table {
+        headers: [
+            "Test ID",
+            "API",
+            "seed RPS (Play)",
+            "seed ÷ /test",
+            "blocklab RPS (best run)",
+            "blocklab ÷ /test",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: results
+            .normalized
+            .iter()
+            .map(|n| {
+                let seed = results.seed.iter().find(|s| s.test_id == n.test_id);
+                let ours = results.tests.iter().find(|t| t.test_id == n.test_id).and_then(TestRecord::best);
+                vec![
+                    n.test_id.to_string(),
+                    n.api.clone(),
+                    seed.map_or("—".to_string(), |s| rps(s.rps)),
+                    fraction(n.seed),
+                    ours.map_or("—".to_string(), |r| rps(r.rps)),
+                    fraction(n.blocklab),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// Tests that did not complete.
+pub fn failures(results: &BenchResults) -> Option<Table> {
+    let rows: Vec<Vec<String>> = results
+        .tests
+        .iter()
+        .filter(|t| t.status != "ok")
+        .map(|t| {
+            vec![
+                t.test_id.to_string(),
+                t.api.clone(),
+                t.status.clone(),
+                t.failure.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    (!rows.is_empty())
+        .then(|| Table { headers: ["Test ID", "API", "status", "reason"].map(String::from).to_vec(), rows })
+}
+
+/// The run's conditions as (what, value) pairs.
+pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
+    let c = &results.conditions;
+    let p = &c.parameters;
+    let m = &c.machine;
+    let mut rows = vec![
+        (
+            "machine".to_string(),
+            format!(
+                "{} — {} CPUs online, {} usable, {} GiB, Linux {}",
+                m.cpu_model,
+                m.cpus_online,
+                m.cpus_allowed.len(),
+                m.memory_gib,
+                m.kernel
+            ),
+        ),
+        ("placement".to_string(), c.placement.to_string()),
+        ("database".to_string(), c.database.clone()),
+        (
+            "load".to_string(),
+            format!(
+                "blocklab load -k -c {} -n {} per run, closed loop (as ab -k), {} run{} per API, fresh server per API",
+                p.connections,
+                p.requests,
+                p.runs,
+                if p.runs == 1 { "" } else { "s" }
+            ),
+        ),
+        (
+            "server".to_string(),
+            format!(
+                "{} HTTP worker thread{}{}, {} actor dispatcher threads",
+                p.workers.map_or("?".to_string(), |w| w.to_string()),
+                if p.workers == Some(1) { "" } else { "s" },
+                if p.workers_requested.is_none() { " (default: the cores the server may use)" } else { "" },
+                p.actor_threads.map_or("?".to_string(), |w| w.to_string()),
+            ),
+        ),
+        ("APIs".to_string(), p.apis.join(", ")),
+        ("started".to_string(), format!("{} (wall time {:.0} s)", results.started_at, results.wall_s)),
+    ];
+    if p.quick {
+        rows.push((
+            "mode".to_string(),
+            "--quick: a small matrix for a first look; not for conclusions".to_string(),
+        ));
+    }
+    let versions: Vec<String> = c.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    rows.push(("versions".to_string(), versions.join(", ")));
+    rows
+}
