@@ -145,7 +145,7 @@ fn load(args: &LoadArgs) -> Result<(), Failure> {
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = args.config();
     // Bound before anything slow happens, so "address in use" is immediate.
-    let listener = std::net::TcpListener::bind(args.listen)
+    let listener = server::bind(args.listen)
         .map_err(|e| Failure::Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     listener.set_nonblocking(true).context("configuring the listener")?;

@@ -153,7 +153,8 @@ fn hbars(
                 chart
                     .configure_mesh()
                     .x_desc(x_desc)
-                    .y_labels(n)
+                    .x_label_formatter(&|x: &f64| format!("{}", (x * 1000.0).round() / 1000.0))
+                    .y_labels(n * 5 + 5)
                     .y_label_formatter(&y_fmt)
                     .disable_y_mesh()
                     .label_style(("sans-serif", 13))

@@ -42,23 +42,29 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if let Some((_, r)) = best(results, 1) {
         out.push(format!(
             "/test (no I/O) is the ceiling of the HTTP stack here: {} req/s, mean {} ms, HTTP workers {} busy, \
-             {:.1} µs of server CPU per request.",
+             {:.1} µs of server CPU per request{}.",
             rps(r.rps),
             ms(r.mean_ms),
             pct(r.server.http_busy_ratio),
-            r.server_cpu_per_request_us
+            r.server_cpu_per_request_us,
+            if r.server.http_busy_ratio < 0.85 {
+                " — the workers had time to spare, so the load generator on its own core set this ceiling, not the \
+                 server"
+            } else {
+                ""
+            }
         ));
     }
     let ceiling = (latency_ms > 0.0).then(|| workers * 1000.0 / latency_ms);
     if let Some((_, r)) = best(results, 2) {
         match ceiling {
             Some(c) => out.push(format!(
-                "/getData: {} req/s against a ceiling of {} req/s ({} workers ÷ {} ms): {} is held for the whole \
+                "/getData: {} req/s against a ceiling of {} req/s ({} ÷ {} ms): {} is held for the whole \
                  simulated round trip, so at most {} read{} in flight at once while 200 connections wait. Workers \
                  {} busy — {} — at {:.1} µs of server CPU per request.",
                 rps(r.rps),
                 rps(c),
-                workers,
+                if workers == 1.0 { "1 worker".to_string() } else { format!("{workers} workers") },
                 ms(latency_ms),
                 w_label(workers),
                 workers,
