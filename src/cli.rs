@@ -11,7 +11,7 @@ use hyper::header::{HeaderName, HeaderValue};
 
 use crate::experiment::BenchPlan;
 use crate::experiment::placement::Placement;
-use crate::graph::DbUrl;
+use crate::graph::{DbSettings, DbUrl};
 use crate::load::{LoadPlan, Stop};
 use crate::server::{ActorLimits, ServeConfig, available_cores};
 
@@ -34,9 +34,37 @@ pub enum Command {
     /// Load an HTTP endpoint: closed loop like ab and wrk, or open loop at a fixed rate like wrk2.
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
+    /// Load the Content dataset and its index into a FalkorDB or Neo4j server (idempotent).
+    #[command(after_help = SEED_EXAMPLES)]
+    Seed(SeedArgs),
     /// Reproduce the seed study: a fresh server per API, repeated loads, its table, charts and an HTML report.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(BenchArgs),
+}
+
+const SEED_EXAMPLES: &str = "\
+Examples:
+  blocklab seed --db falkor://127.0.0.1:6379
+  blocklab seed --db falkor://127.0.0.1:6379/content --nodes 100000
+  NEO4J_PASSWORD=secret blocklab seed --db bolt://127.0.0.1:7687
+
+Creates the index on Content.id, then MERGEs nodes 1..=N (running it twice leaves N
+nodes) and deletes any Content node outside 1..=N.";
+
+/// Flags of `blocklab seed`.
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    /// The database: falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT.
+    #[arg(long, value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
+    pub db: DbUrl,
+
+    /// Content nodes: ids 1..=N.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
+    pub nodes: u64,
+
+    /// Database client settings.
+    #[command(flatten)]
+    pub db_client: DbClientArgs,
 }
 
 const BENCH_EXAMPLES: &str = "\
@@ -75,11 +103,15 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
     pub runs: u32,
 
-    /// Graph database: 'embedded'.
+    /// Graph database: 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (seeded with `blocklab seed`).
     #[arg(long, default_value = "embedded", value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
     pub db: DbUrl,
 
-    /// Simulated network round trip per read (embedded database).
+    /// Database client settings.
+    #[command(flatten)]
+    pub db_client: DbClientArgs,
+
+    /// Simulated network round trip per read (embedded database only; a networked one has a real one).
     #[arg(long, default_value = "1ms", value_parser = parse_duration, value_name = "DUR")]
     pub db_latency: Duration,
 
@@ -125,7 +157,8 @@ impl BenchArgs {
             requests,
             runs: self.runs,
             db: self.db.clone(),
-            db_latency: self.db_latency,
+            db_client: self.db_client.to_args(),
+            db_latency: if self.db == DbUrl::Embedded { self.db_latency } else { Duration::ZERO },
             nodes: self.nodes,
             workers: self.workers.map(usize::from),
             quick: self.quick,
@@ -270,13 +303,17 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
 
-    /// Graph database: 'embedded' (Grafeo, in process).
+    /// Graph database: 'embedded' (Grafeo, in process), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT.
     #[arg(long, default_value = "embedded", value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
     pub db: DbUrl,
 
-    /// Simulated network round trip added to every read, e.g. 1ms, 500us.
+    /// Simulated network round trip added to every read, e.g. 1ms, 500us (embedded database only).
     #[arg(long, default_value = "0ms", value_parser = parse_duration, value_name = "DUR")]
     pub db_latency: Duration,
+
+    /// Database client settings.
+    #[command(flatten)]
+    pub db_client: DbClientArgs,
 
     /// Worker threads of the HTTP runtime [default: the cores this process may use].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
@@ -299,6 +336,46 @@ pub struct ServeArgs {
     pub shutdown_timeout: Duration,
 }
 
+/// How the server's database clients connect (networked databases only).
+#[derive(Debug, Args, Clone)]
+pub struct DbClientArgs {
+    /// Connections in the blocking client's pool: at most this many blocking reads at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=255), value_name = "N")]
+    pub db_pool: u16,
+
+    /// Connections of the async client (multiplexed for FalkorDB, pooled for Neo4j).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=255), value_name = "N")]
+    pub db_async_connections: u16,
+
+    /// Limit for one database read; a read that takes longer answers 503.
+    #[arg(long, default_value = "2s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub db_timeout: Duration,
+}
+
+impl DbClientArgs {
+    /// The settings the backends take.
+    pub fn settings(&self) -> DbSettings {
+        DbSettings {
+            pool: usize::from(self.db_pool),
+            async_connections: usize::from(self.db_async_connections),
+            timeout: self.db_timeout,
+            connect_timeout: self.db_timeout.min(Duration::from_millis(500)),
+        }
+    }
+
+    /// The same flags, to pass on to a `blocklab serve` child.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            "--db-pool".to_string(),
+            self.db_pool.to_string(),
+            "--db-async-connections".to_string(),
+            self.db_async_connections.to_string(),
+            "--db-timeout".to_string(),
+            format!("{}ms", self.db_timeout.as_millis()),
+        ]
+    }
+}
+
 impl ServeArgs {
     /// The validated plan.
     pub fn config(&self) -> ServeConfig {
@@ -306,6 +383,7 @@ impl ServeArgs {
             nodes: self.nodes,
             db: self.db.clone(),
             db_latency: self.db_latency,
+            db_settings: self.db_client.settings(),
             workers: self.workers.map_or_else(available_cores, usize::from),
             actor_threads: usize::from(self.actor_threads),
             limits: ActorLimits { await_timeout: self.await_timeout, ask_timeout: self.ask_timeout },

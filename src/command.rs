@@ -12,7 +12,10 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cli::{BenchArgs, Cli, Command, LoadArgs, ServeArgs};
+use indicatif::ProgressBar;
+
+use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs};
+use crate::graph::DbUrl;
 use crate::load::report::LoadReport;
 use crate::server::{self, ServeConfig, app, build_state, open_backend, runtime::build_runtime};
 
@@ -47,7 +50,45 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve(args) => serve(&args),
         Command::Load(args) => load(&args),
         Command::Bench(args) => bench(&args),
+        Command::Seed(args) => seed(&args),
     }
+}
+
+/// `blocklab seed`: the dataset and its index, into a networked database.
+fn seed(args: &SeedArgs) -> Result<(), Failure> {
+    if args.db == DbUrl::Embedded {
+        return Err(Failure::Usage(
+            "the embedded database is loaded at start; seed takes falkor:// or bolt://".into(),
+        ));
+    }
+    let mut settings = args.db_client.settings();
+    settings.timeout = settings.timeout.max(std::time::Duration::from_secs(60));
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting a runtime")?;
+    let backend = runtime
+        .block_on(crate::graph::open(&args.db, args.nodes, std::time::Duration::ZERO, settings))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let bar =
+        if std::io::stderr().is_terminal() { ProgressBar::new(args.nodes) } else { ProgressBar::hidden() };
+    let report = backend
+        .seed(args.nodes, &|done| bar.set_position(done))
+        .map_err(|e| anyhow::anyhow!("seeding {}: {e}", args.db))?;
+    bar.finish_and_clear();
+    println!(
+        "{}: {} Content nodes (was {}), index on id, in {:.1} s",
+        args.db,
+        report.after,
+        report.before,
+        report.took.as_secs_f64()
+    );
+    if report.after != args.nodes {
+        return Err(Failure::Failed(anyhow::anyhow!(
+            "expected {} nodes after seeding, found {}",
+            args.nodes,
+            report.after
+        )));
+    }
+    Ok(())
 }
 
 /// `blocklab bench`: validate, run the matrix, write every output, print the table.

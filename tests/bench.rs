@@ -2,6 +2,8 @@
 //! Run ID row is there with a non-zero RPS, every file is written, and
 //! results.json matches its schema.
 
+mod common;
+
 use std::process::Command;
 
 fn validate(schema_path: &str, document: &serde_json::Value) {
@@ -21,11 +23,12 @@ fn validate(schema_path: &str, document: &serde_json::Value) {
 fn quick_bench_writes_every_row_and_file() {
     let out = std::env::temp_dir().join(format!("blocklab-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let run = Command::new(env!("CARGO_BIN_EXE_blocklab"))
-        .args(["bench", "--quick", "-n", "1000", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let run = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_blocklab"))
+            .args(["bench", "--quick", "-n", "1000", "--out"])
+            .arg(&out),
+        std::time::Duration::from_secs(300),
+    );
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert_eq!(
         run.status.code(),
@@ -95,7 +98,10 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "--db-latency", "soon"], "--db-latency"),
         (vec!["bench", "--out", "/proc/blocklab-cannot-write-here"], "cannot create"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_blocklab")).args(&args).output().unwrap();
+        let out = common::output_within(
+            Command::new(env!("CARGO_BIN_EXE_blocklab")).args(&args),
+            std::time::Duration::from_secs(30),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
@@ -128,13 +134,14 @@ fn failed_servers_fail_their_test_only_with_the_reason_everywhere() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let report = out.join("report");
     // /getData at 5 ms per read on one worker takes ~2 s a run, so the kill lands mid-run.
-    let run = Command::new(env!("CARGO_BIN_EXE_blocklab"))
-        .args(["bench", "--apis", "1,2,3", "-n", "400", "--db-latency", "5ms", "--workers", "1", "--out"])
-        .arg(&report)
-        .env("BLOCKLAB_SERVER_EXE", &script)
-        .env("REAL_BLOCKLAB", env!("CARGO_BIN_EXE_blocklab"))
-        .output()
-        .unwrap();
+    let run = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_blocklab"))
+            .args(["bench", "--apis", "1,2,3", "-n", "400", "--db-latency", "5ms", "--workers", "1", "--out"])
+            .arg(&report)
+            .env("BLOCKLAB_SERVER_EXE", &script)
+            .env("REAL_BLOCKLAB", env!("CARGO_BIN_EXE_blocklab")),
+        std::time::Duration::from_secs(300),
+    );
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("2 of 3 tests failed"), "{stderr}");

@@ -94,13 +94,14 @@ fn bad_flags_give_one_line_and_exit_status_2() {
         (vec!["serve", "--nodes", "0"], "--nodes"),
         (vec!["serve", "--db-latency", "soon"], "--db-latency"),
         (vec!["serve", "--workers", "x"], "--workers"),
-        (vec!["serve", "--db", "bolt://neo4j:secret@h:7687"], "not supported yet"),
+        (vec!["serve", "--db", "mysql://neo4j:secret@h:7687"], "unsupported database scheme"),
+        (vec!["serve", "--db", "falkor://neo4j:secret@h:notaport"], "bad port"),
         (vec!["serve", "--listen", &taken], "in use"),
         (vec!["serve", "--bogus"], "--bogus"),
         (vec!["fly"], "fly"),
         (vec![], "command"),
     ] {
-        let out = blocklab().args(&args).output().unwrap();
+        let out = common::output_within(blocklab().args(&args), std::time::Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: more than one line: {stderr}");
@@ -112,7 +113,7 @@ fn bad_flags_give_one_line_and_exit_status_2() {
 
 #[test]
 fn help_shows_the_endpoints_and_examples() {
-    let out = blocklab().args(["serve", "--help"]).output().unwrap();
+    let out = common::output_within(blocklab().args(["serve", "--help"]), std::time::Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
     for needle in ["--db-latency", "--workers", "/getDataSpawnBlocking", "Examples:"] {

@@ -131,6 +131,9 @@ impl GraphBackend for PanicsOn {
         assert_ne!(id, self.id, "driver bug on id {id}");
         self.inner.read_blocking(id)
     }
+    fn count(&self) -> Result<u64, GraphError> {
+        self.inner.count()
+    }
     fn read(&self, id: i64) -> ReadFuture<'_> {
         Box::pin(async move {
             assert_ne!(id, self.id, "driver bug on id {id}");

@@ -35,12 +35,13 @@ fn json_output_matches_the_schema_closed_and_open_loop() {
     std::fs::create_dir_all(&dir).unwrap();
     for (name, extra) in [("closed", vec!["-n", "200"]), ("open", vec!["-z", "1s", "--rate", "300"])] {
         let file = dir.join(format!("{name}.json"));
-        let out = blocklab()
-            .args(["load", "-k", "-c", "4", "--json", file.to_str().unwrap()])
-            .args(&extra)
-            .arg(server.url("/doc"))
-            .output()
-            .unwrap();
+        let out = common::output_within(
+            blocklab()
+                .args(["load", "-k", "-c", "4", "--json", file.to_str().unwrap()])
+                .args(&extra)
+                .arg(server.url("/doc")),
+            std::time::Duration::from_secs(60),
+        );
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let document: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -76,10 +77,10 @@ fn an_unreachable_target_completes_counts_and_exits_1() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let out = blocklab()
-        .args(["load", "-c", "2", "-n", "10", &format!("http://127.0.0.1:{port}/")])
-        .output()
-        .unwrap();
+    let out = common::output_within(
+        blocklab().args(["load", "-c", "2", "-n", "10", &format!("http://127.0.0.1:{port}/")]),
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Failed requests:        10"), "{text}");
@@ -105,7 +106,7 @@ fn bad_load_flags_give_one_line_and_exit_2() {
             "cannot write",
         ),
     ] {
-        let out = blocklab().args(&args).output().unwrap();
+        let out = common::output_within(blocklab().args(&args), std::time::Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");

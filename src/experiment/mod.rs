@@ -58,6 +58,8 @@ pub struct BenchPlan {
     pub runs: u32,
     /// Database.
     pub db: DbUrl,
+    /// Client flags for a networked database (`--db-pool` ...), passed to each server.
+    pub db_client: Vec<String>,
     /// Simulated round trip per read.
     pub db_latency: Duration,
     /// Content nodes.
@@ -242,7 +244,13 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
 }
 
 fn describe_db(plan: &BenchPlan) -> String {
-    match plan.db {
+    match &plan.db {
+        DbUrl::Falkor(_) | DbUrl::Neo4j(_) => format!(
+            "{} over loopback ({} nodes; real network round trips, no simulated latency; client flags: {})",
+            plan.db,
+            plan.nodes,
+            plan.db_client.join(" ")
+        ),
         DbUrl::Embedded => format!(
             "embedded Grafeo {}, {} Content nodes indexed on id, simulated network round trip {} per read \
              (blocking reads sleep their thread, non-blocking reads await a timer)",
@@ -262,6 +270,9 @@ fn server_args(plan: &BenchPlan) -> Vec<String> {
         "--db-latency".to_string(),
         format!("{}us", plan.db_latency.as_micros()),
     ];
+    if plan.db != DbUrl::Embedded {
+        args.extend(plan.db_client.iter().cloned());
+    }
     if let Some(workers) = plan.workers {
         args.extend(["--workers".to_string(), workers.to_string()]);
     }

@@ -91,6 +91,17 @@ impl GraphBackend for EmbeddedGraph {
         self.query(id)
     }
 
+    fn count(&self) -> Result<u64, GraphError> {
+        let result = self
+            .db
+            .execute_cypher("MATCH (n:Content) RETURN count(n)")
+            .map_err(|e| GraphError::Query(e.to_string()))?;
+        match result.rows().first().and_then(|r| r.first()) {
+            Some(Value::Int64(n)) => Ok((*n).max(0) as u64),
+            other => Err(GraphError::Malformed(format!("count: {other:?}"))),
+        }
+    }
+
     fn read(&self, id: i64) -> ReadFuture<'_> {
         Box::pin(async move {
             if !self.latency.is_zero() {
@@ -137,6 +148,7 @@ mod tests {
             assert_eq!(g.read_blocking(id).unwrap(), content_record(id));
         }
         assert!(matches!(g.read_blocking(51), Err(GraphError::NotFound(51))));
+        assert_eq!(g.count().unwrap(), 50);
     }
 
     #[tokio::test]

@@ -9,16 +9,22 @@
 
 mod dataset;
 mod embedded;
+mod falkor;
+mod neo4j;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
 pub use dataset::content_record;
 pub use embedded::EmbeddedGraph;
+pub use falkor::{FalkorGraph, FalkorTarget};
+pub use neo4j::{Neo4jGraph, Neo4jTarget};
 
 /// The read every backend answers, with `$id` as a parameter (never formatted
 /// into the text): the same text goes to Grafeo, FalkorDB and Neo4j.
@@ -26,6 +32,49 @@ pub const CONTENT_QUERY: &str = "MATCH (n:Content {id: $id}) RETURN n";
 
 /// The label of every node of the dataset.
 pub const CONTENT_LABEL: &str = "Content";
+
+/// Creates or updates nodes `$from..=$to`, computing each property from the
+/// id inside the database (same shape as [`content_record`]), so that seeding
+/// sends two numbers per batch instead of the data. MERGE makes it idempotent.
+pub const SEED_QUERY: &str = "UNWIND range($from, $to) AS i \
+     MERGE (n:Content {id: i}) \
+     SET n.name = 'resource' + toString(i), n.code = 'test.lp.content.' + toString(i), \
+     n.mimeType = 'application/pdf', n.contentType = 'Resource', n.body = 'body string'";
+
+/// How a networked backend talks to its server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DbSettings {
+    /// Connections of the blocking client's pool: at most this many blocking reads at once.
+    pub pool: usize,
+    /// Connections of the async client (multiplexed for FalkorDB, pooled for Neo4j).
+    pub async_connections: usize,
+    /// Limit for one read, from sending to the whole answer.
+    pub timeout: Duration,
+    /// Limit for opening a connection.
+    pub connect_timeout: Duration,
+}
+
+impl Default for DbSettings {
+    fn default() -> Self {
+        DbSettings {
+            pool: 16,
+            async_connections: 4,
+            timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What `blocklab seed` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedReport {
+    /// Content nodes before.
+    pub before: u64,
+    /// Content nodes after.
+    pub after: u64,
+    /// How long it took.
+    pub took: Duration,
+}
 
 /// One `Content` node: the seed's record, with the six properties it returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -96,19 +145,46 @@ pub trait GraphBackend: Send + Sync + 'static {
 
     /// Reads node `id` without blocking: the returned future waits by yielding.
     fn read(&self, id: i64) -> ReadFuture<'_>;
+
+    /// How many Content nodes the database holds (blocking; used at start and by `seed`).
+    fn count(&self) -> Result<u64, GraphError>;
+
+    /// Loads nodes 1..=`nodes` and the index on `id`, idempotently (blocking).
+    /// `progress` is called with the highest id written so far.
+    fn seed(&self, nodes: u64, progress: &dyn Fn(u64)) -> Result<SeedReport, GraphError> {
+        let _ = (nodes, progress);
+        Err(GraphError::Query("this database is loaded at start and cannot be seeded".to_string()))
+    }
+
+    /// Client settings worth reporting (pool sizes, timeouts), as metric labels.
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
-/// Which database `--db` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which database `--db` names. Its `Display` never shows credentials.
+#[derive(Clone, PartialEq, Eq)]
 pub enum DbUrl {
     /// The in-process Grafeo database (`embedded`).
     Embedded,
+    /// A FalkorDB server (`falkor://[user:password@]host:port[/graph]`).
+    Falkor(FalkorTarget),
+    /// A Neo4j server over Bolt (`bolt://` or `neo4j://[user:password@]host:port`).
+    Neo4j(Neo4jTarget),
+}
+
+impl fmt::Debug for DbUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
 }
 
 impl fmt::Display for DbUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DbUrl::Embedded => f.write_str("embedded"),
+            DbUrl::Falkor(t) => write!(f, "{t}"),
+            DbUrl::Neo4j(t) => write!(f, "{t}"),
         }
     }
 }
@@ -117,18 +193,88 @@ impl FromStr for DbUrl {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "embedded" => Ok(DbUrl::Embedded),
-            other
-                if other.starts_with("falkor://")
-                    || other.starts_with("bolt://")
-                    || other.starts_with("neo4j://") =>
-            {
-                Err(format!("'{}' is not supported yet: only 'embedded' is built so far", scheme_of(other)))
+        if s == "embedded" {
+            return Ok(DbUrl::Embedded);
+        }
+        let (scheme, rest) = s.split_once("://").ok_or_else(|| {
+            "expected 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT".to_string()
+        })?;
+        let (credentials, rest) = match rest.rsplit_once('@') {
+            Some((userinfo, rest)) => {
+                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                (Some((decode(user), decode(password))), rest)
             }
-            _ => Err("expected 'embedded'".to_string()),
+            None => (None, rest),
+        };
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (host, port) = split_host_port(authority, scheme)?;
+        match scheme {
+            "falkor" | "redis" => Ok(DbUrl::Falkor(FalkorTarget {
+                host,
+                port: port.unwrap_or(6379),
+                graph: if path.is_empty() { "content".to_string() } else { path.to_string() },
+                credentials,
+            })),
+            "bolt" | "neo4j" => {
+                if !path.is_empty() {
+                    return Err(format!("{scheme}:// takes no path (got '/{path}')"));
+                }
+                Ok(DbUrl::Neo4j(Neo4jTarget {
+                    scheme: scheme.to_string(),
+                    host,
+                    port: port.unwrap_or(7687),
+                    credentials,
+                }))
+            }
+            other => {
+                Err(format!("unsupported database scheme '{other}': use embedded, falkor:// or bolt://"))
+            }
         }
     }
+}
+
+fn split_host_port(authority: &str, scheme: &str) -> Result<(String, Option<u16>), String> {
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
+            let port = port.parse::<u16>().map_err(|_| format!("{scheme}:// has a bad port '{port}'"))?;
+            (host, Some(port))
+        }
+        _ => (authority, None),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("{scheme}:// needs a host"));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Percent-decodes a URL user-info part.
+fn decode(s: &str) -> String {
+    form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+        .next()
+        .map_or_else(|| s.to_string(), |(_, v)| v.into_owned())
+}
+
+/// Opens the database `db` names. Networked databases are not contacted
+/// here: their clients connect on first use, so a server can start while its
+/// database is down.
+pub async fn open(
+    db: &DbUrl,
+    nodes: u64,
+    latency: Duration,
+    settings: DbSettings,
+) -> Result<Arc<dyn GraphBackend>, GraphError> {
+    Ok(match db {
+        DbUrl::Embedded => {
+            // Loading is CPU work that can take seconds for millions of nodes.
+            let graph = tokio::task::spawn_blocking(move || EmbeddedGraph::load(nodes, latency))
+                .await
+                .map_err(|e| GraphError::Query(format!("loading the embedded graph: {e}")))??;
+            Arc::new(graph)
+        }
+        DbUrl::Falkor(target) => Arc::new(FalkorGraph::new(target.clone(), settings)),
+        DbUrl::Neo4j(target) => Arc::new(Neo4jGraph::new(target.clone(), settings)?),
+    })
 }
 
 /// `text` with the user-info part of every URL in it (`scheme://user:pass@`)
@@ -154,22 +300,29 @@ pub fn redact_credentials(text: &str) -> String {
     out
 }
 
-/// The scheme part of a URL, for messages that must not echo credentials.
-fn scheme_of(url: &str) -> &str {
-    url.split_once("://").map_or(url, |(scheme, _)| scheme)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn db_url_parses_embedded_and_rejects_the_rest_without_echoing_them() {
+    fn db_urls_parse_and_never_display_credentials() {
         assert_eq!("embedded".parse::<DbUrl>(), Ok(DbUrl::Embedded));
-        let err = "bolt://neo4j:secret@host:7687".parse::<DbUrl>().unwrap_err();
-        assert!(err.contains("bolt"), "{err}");
-        assert!(!err.contains("secret"), "{err}");
-        assert!("postgres://x".parse::<DbUrl>().is_err());
+        let DbUrl::Falkor(f) = "falkor://127.0.0.1:6380".parse::<DbUrl>().unwrap() else { panic!() };
+        assert_eq!(
+            (f.host.as_str(), f.port, f.graph.as_str(), f.credentials),
+            ("127.0.0.1", 6380, "content", None)
+        );
+        let DbUrl::Falkor(f) = "falkor://u:p%40ss@db/other".parse::<DbUrl>().unwrap() else { panic!() };
+        assert_eq!((f.port, f.graph.as_str()), (6379, "other"));
+        assert_eq!(f.credentials, Some(("u".to_string(), "p@ss".to_string())));
+        let db = "bolt://neo4j:secret@host:7687".parse::<DbUrl>().unwrap();
+        assert_eq!(db.to_string(), "bolt://host:7687");
+        assert!(!format!("{db:?}").contains("secret"));
+        let DbUrl::Neo4j(n) = "neo4j://h".parse::<DbUrl>().unwrap() else { panic!() };
+        assert_eq!((n.port, n.scheme.as_str()), (7687, "neo4j"));
+        for bad in ["postgres://x", "falkor://", "falkor://h:notaport", "bolt://h:1/x", "nothing"] {
+            assert!(bad.parse::<DbUrl>().is_err(), "{bad}");
+        }
     }
 
     #[test]

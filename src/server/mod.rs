@@ -33,7 +33,7 @@ pub use endpoint::Endpoint;
 use metrics::Metrics;
 use runtime::{RuntimeProbe, build_runtime};
 
-use crate::graph::{DbUrl, EmbeddedGraph, GraphBackend};
+use crate::graph::{DbSettings, DbUrl, GraphBackend};
 
 /// Everything `serve` needs to know, validated.
 #[derive(Debug, Clone)]
@@ -44,6 +44,8 @@ pub struct ServeConfig {
     pub db: DbUrl,
     /// Simulated network round trip added to every read (embedded backend).
     pub db_latency: Duration,
+    /// Client settings of a networked database (pool sizes, timeouts).
+    pub db_settings: DbSettings,
     /// Worker threads of the HTTP runtime.
     pub workers: usize,
     /// Worker threads of the actor dispatcher.
@@ -60,6 +62,7 @@ impl Default for ServeConfig {
             nodes: 10_000,
             db: DbUrl::Embedded,
             db_latency: Duration::ZERO,
+            db_settings: DbSettings::default(),
             workers: available_cores(),
             actor_threads: actors::POOL_SIZE,
             limits: ActorLimits::default(),
@@ -90,16 +93,30 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
-/// Opens the database named by `config`.
+/// Opens the database named by `config` and checks its dataset. A networked
+/// database that cannot be reached is not an error here: the server starts,
+/// answers 503 on the data endpoints and recovers when the database does.
 pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphBackend>> {
-    match config.db {
-        DbUrl::Embedded => {
-            let (nodes, latency) = (config.nodes, config.db_latency);
-            // Loading is CPU work that can take seconds for millions of nodes.
-            let graph = tokio::task::spawn_blocking(move || EmbeddedGraph::load(nodes, latency)).await??;
-            Ok(Arc::new(graph))
+    let backend = crate::graph::open(&config.db, config.nodes, config.db_latency, config.db_settings)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if config.db != DbUrl::Embedded {
+        let counting = backend.clone();
+        match tokio::task::spawn_blocking(move || counting.count()).await? {
+            Ok(n) if n >= config.nodes => tracing::info!(nodes = n, "dataset present"),
+            Ok(n) => anyhow::bail!(
+                "{} holds {n} Content nodes, not the {} asked for; load them with: blocklab seed --db {} --nodes {}",
+                config.db,
+                config.nodes,
+                config.db,
+                config.nodes
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot check the dataset now; starting anyway (data endpoints answer 503 until the database is reachable)")
+            }
         }
     }
+    Ok(backend)
 }
 
 /// Builds the handlers' state over `backend`: starts the actor system.
@@ -112,7 +129,7 @@ pub async fn build_state(
     let actors = ActorSystem::start(backend.clone(), metrics.clone(), config.actor_threads, config.limits)
         .await
         .context("starting the actor system")?;
-    let info = vec![
+    let mut info = vec![
         ("version", env!("CARGO_PKG_VERSION").to_string()),
         ("db", config.db.to_string()),
         ("db_latency_seconds", config.db_latency.as_secs_f64().to_string()),
@@ -120,6 +137,7 @@ pub async fn build_state(
         ("workers", config.workers.to_string()),
         ("actor_threads", config.actor_threads.to_string()),
     ];
+    info.extend(backend.settings());
     Ok(AppState::new(backend, config.nodes, actors, metrics, http, info))
 }
 

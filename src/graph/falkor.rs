@@ -1,0 +1,416 @@
+//! FalkorDB, a graph database server, through the `falkordb` crate: the
+//! blocking read goes through its **synchronous** client (a pool of blocking
+//! redis connections: the calling thread waits in `recv` for the answer), the
+//! non-blocking read through its **async** client (multiplexed tokio
+//! connections: the task yields while it waits).
+//!
+//! Both clients are opened lazily and reopened after a failure, so the server
+//! starts while the database is down, answers 503 quickly while it stays
+//! down (a connection attempt at most every [`RETRY_EVERY`], the others fail
+//! at once), and recovers by itself when it returns.
+
+use std::num::{NonZeroU8, NonZeroUsize};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use falkordb::{
+    FalkorAsyncClient, FalkorClientBuilder, FalkorConnectionInfo, FalkorDBError, FalkorSyncClient,
+    FalkorValue,
+};
+
+use super::{CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SeedReport};
+
+/// How often a client that failed to open is tried again.
+pub const RETRY_EVERY: Duration = Duration::from_millis(200);
+
+/// Where the FalkorDB server is.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FalkorTarget {
+    /// Host name or address.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// The graph (FalkorDB holds several by name).
+    pub graph: String,
+    /// `user:password`, if the server wants them. Never printed.
+    pub credentials: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for FalkorTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for FalkorTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "falkor://{}:{}/{}", self.host, self.port, self.graph)
+    }
+}
+
+impl FalkorTarget {
+    /// The connection URL the crate takes, credentials included.
+    fn connection_url(&self) -> String {
+        match &self.credentials {
+            Some((user, password)) => format!("falkor://{user}:{password}@{}:{}", self.host, self.port),
+            None => format!("falkor://{}:{}", self.host, self.port),
+        }
+    }
+}
+
+/// A client opened on first use and reopened after failures.
+///
+/// Callers that find no client wait for the one opening it (bounded by the
+/// connect timeout) instead of failing; after a failed open, the next
+/// attempt is allowed only [`RETRY_EVERY`] later and callers in between fail
+/// at once — quick 503s while the database is down, one probe per interval.
+struct Lazy<C> {
+    slot: Mutex<Slot<C>>,
+}
+
+struct Slot<C> {
+    client: Option<Arc<C>>,
+    failed_at: Option<Instant>,
+}
+
+impl<C> Lazy<C> {
+    fn new() -> Self {
+        Lazy { slot: Mutex::new(Slot { client: None, failed_at: None }) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot<C>> {
+        self.slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The open client, if any.
+    fn current(&self) -> Option<Arc<C>> {
+        self.lock().client.clone()
+    }
+
+    /// Whether an open may be attempted now.
+    fn due(&self) -> Result<(), GraphError> {
+        match self.lock().failed_at {
+            Some(at) if at.elapsed() < RETRY_EVERY => Err(GraphError::Unavailable(
+                "not connected (the last attempt failed); retrying shortly".to_string(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records the outcome of an open.
+    fn opened(&self, outcome: Result<C, GraphError>) -> Result<Arc<C>, GraphError> {
+        let mut slot = self.lock();
+        match outcome {
+            Ok(client) => {
+                let client = Arc::new(client);
+                slot.client = Some(client.clone());
+                slot.failed_at = None;
+                Ok(client)
+            }
+            Err(e) => {
+                slot.failed_at = Some(Instant::now());
+                Err(e)
+            }
+        }
+    }
+
+    /// Forgets the client after a connection failure, so the next use reopens it.
+    fn reset(&self, failed: &Arc<C>) {
+        let mut slot = self.lock();
+        if slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed)) {
+            slot.client = None;
+        }
+    }
+}
+
+/// An open client and a graph handle whose schema cache is warm.
+///
+/// FalkorDB answers in compact form (label and property *ids*); a graph
+/// handle resolves them through a schema it fetches on first use. A fresh
+/// handle per read would cost extra round trips every time, so each read
+/// clones this template (the schema is shared behind `Arc`s) and the first
+/// successful read stores its warmed handle back.
+struct Open<C, G> {
+    /// Kept for as long as its graph handles are used.
+    _client: C,
+    template: Mutex<G>,
+    warm: std::sync::atomic::AtomicBool,
+}
+
+impl<C, G: Clone> Open<C, G> {
+    fn new(client: C, graph: impl FnOnce(&C) -> G) -> Self {
+        let template = Mutex::new(graph(&client));
+        Open { _client: client, template, warm: std::sync::atomic::AtomicBool::new(false) }
+    }
+
+    fn graph(&self) -> G {
+        self.template.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    fn used(&self, graph: &G) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !self.warm.load(Relaxed) {
+            *self.template.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = graph.clone();
+            self.warm.store(true, Relaxed);
+        }
+    }
+}
+
+type SyncOpen = Open<FalkorSyncClient, falkordb::SyncGraph>;
+type AsyncOpen = Open<FalkorAsyncClient, falkordb::AsyncGraph>;
+
+/// The FalkorDB backend.
+pub struct FalkorGraph {
+    target: FalkorTarget,
+    settings: DbSettings,
+    sync: Lazy<SyncOpen>,
+    async_: Lazy<AsyncOpen>,
+    /// Held while the blocking client is being opened (blocking callers wait on it).
+    sync_opening: Mutex<()>,
+    /// Held while the async client is being opened (async callers await it).
+    async_opening: tokio::sync::Mutex<()>,
+}
+
+impl FalkorGraph {
+    /// A backend for `target`; nothing is connected until the first read.
+    pub fn new(target: FalkorTarget, settings: DbSettings) -> FalkorGraph {
+        FalkorGraph {
+            target,
+            settings,
+            sync: Lazy::new(),
+            async_: Lazy::new(),
+            sync_opening: Mutex::new(()),
+            async_opening: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn builder<const R: char>(
+        &self,
+        builder: FalkorClientBuilder<R>,
+        connections: usize,
+    ) -> Result<FalkorClientBuilder<R>, GraphError> {
+        let info = FalkorConnectionInfo::try_from(self.target.connection_url().as_str())
+            .map_err(|_| GraphError::Unavailable(format!("invalid address {}", self.target)))?;
+        let connections = NonZeroU8::new(connections.clamp(1, 255) as u8).expect("clamped to 1..=255");
+        Ok(builder
+            .with_connection_info(info)
+            .with_num_connections(connections)
+            .with_connect_timeout(Some(self.settings.connect_timeout))
+            .with_response_timeout(Some(self.settings.timeout)))
+    }
+
+    fn sync_client(&self) -> Result<Arc<SyncOpen>, GraphError> {
+        if let Some(client) = self.sync.current() {
+            return Ok(client);
+        }
+        // A std mutex: this is the blocking path, its callers may wait on a thread.
+        let _opening = self.sync_opening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(client) = self.sync.current() {
+            return Ok(client);
+        }
+        self.sync.due()?;
+        let opened = self
+            .builder(FalkorClientBuilder::new(), self.settings.pool)
+            .and_then(|b| b.build().map_err(|e| unavailable(&self.target, &e)))
+            .map(|client| Open::new(client, |c: &FalkorSyncClient| c.select_graph(&self.target.graph)));
+        match &opened {
+            Ok(_) => tracing::info!(db = %self.target, "connected (blocking client)"),
+            Err(e) => tracing::warn!(error = %e, "cannot connect (blocking client)"),
+        }
+        self.sync.opened(opened)
+    }
+
+    async fn async_client(&self) -> Result<Arc<AsyncOpen>, GraphError> {
+        if let Some(client) = self.async_.current() {
+            return Ok(client);
+        }
+        // A tokio mutex: waiting callers yield their thread while one opens the client.
+        let _opening = self.async_opening.lock().await;
+        if let Some(client) = self.async_.current() {
+            return Ok(client);
+        }
+        self.async_.due()?;
+        let builder = self.builder(FalkorClientBuilder::new_async(), self.settings.async_connections)?;
+        let builder = match NonZeroUsize::new(self.settings.async_connections * 64) {
+            Some(inflight) => builder.with_max_inflight(inflight),
+            None => builder,
+        };
+        let opened = builder
+            .build()
+            .await
+            .map_err(|e| unavailable(&self.target, &e))
+            .map(|client| Open::new(client, |c: &FalkorAsyncClient| c.select_graph(&self.target.graph)));
+        match &opened {
+            Ok(_) => tracing::info!(db = %self.target, "connected (async client)"),
+            Err(e) => tracing::warn!(error = %e, "cannot connect (async client)"),
+        }
+        self.async_.opened(opened)
+    }
+
+    /// Runs a write query through the blocking client (seeding).
+    fn write(&self, query: &str, params: &[(&str, i64)]) -> Result<(), GraphError> {
+        let client = self.sync_client()?;
+        let mut graph = client.graph();
+        let mut builder = graph.query(query);
+        for (k, v) in params {
+            builder = builder.with_param(k, *v);
+        }
+        builder.execute().map(|_| ()).map_err(|e| self.failed(&self.sync, &client, e))
+    }
+
+    /// Classifies `e`, and forgets the client if the connection is the problem.
+    fn failed<C>(&self, lazy: &Lazy<C>, client: &Arc<C>, e: FalkorDBError) -> GraphError {
+        let error = classify(&self.target, &e);
+        if matches!(error, GraphError::Unavailable(_)) {
+            lazy.reset(client);
+        }
+        error
+    }
+}
+
+impl GraphBackend for FalkorGraph {
+    fn describe(&self) -> String {
+        format!(
+            "FalkorDB at {} (blocking client: pool of {} connections; async client: {} multiplexed connections; \
+             {} timeout per read)",
+            self.target,
+            self.settings.pool,
+            self.settings.async_connections,
+            humantime::format_duration(self.settings.timeout)
+        )
+    }
+
+    fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
+        let client = self.sync_client()?;
+        let mut graph = client.graph();
+        // The synchronous client: this thread waits on the socket for the reply.
+        let result = graph.ro_query(CONTENT_QUERY).with_param("id", id).execute();
+        let mut result = result.map_err(|e| self.failed(&self.sync, &client, e))?;
+        let row =
+            result.data.next().ok_or(GraphError::NotFound(id))?.map_err(|e| classify(&self.target, &e))?;
+        let content = content_from_values(id, row.into_values());
+        drop(result);
+        client.used(&graph);
+        content
+    }
+
+    fn read(&self, id: i64) -> ReadFuture<'_> {
+        Box::pin(async move {
+            let client = self.async_client().await?;
+            let mut graph = client.graph();
+            // The async client: the task yields until the reply arrives.
+            let result = graph.ro_query(CONTENT_QUERY).with_param("id", id).execute().await;
+            let result = result.map_err(|e| self.failed(&self.async_, &client, e))?;
+            let row = result.data.into_values_lossy().next().ok_or(GraphError::NotFound(id))?;
+            client.used(&graph);
+            content_from_values(id, row)
+        })
+    }
+
+    fn count(&self) -> Result<u64, GraphError> {
+        let client = self.sync_client()?;
+        let mut graph = client.graph();
+        let result = graph.ro_query("MATCH (n:Content) RETURN count(n)").execute();
+        let mut result = result.map_err(|e| {
+            // A graph that does not exist yet is an empty dataset, not an outage.
+            if e.to_string().contains("Invalid graph operation on empty key") {
+                GraphError::NotFound(0)
+            } else {
+                self.failed(&self.sync, &client, e)
+            }
+        });
+        if let Err(GraphError::NotFound(0)) = result {
+            return Ok(0);
+        }
+        let row = result.as_mut().map_err(|e| e.clone())?.data.next();
+        match row.map(|r| r.map(|r| r.into_values())) {
+            Some(Ok(values)) => match values.first() {
+                Some(FalkorValue::I64(n)) => Ok((*n).max(0) as u64),
+                other => Err(GraphError::Malformed(format!("count: {other:?}"))),
+            },
+            Some(Err(e)) => Err(classify(&self.target, &e)),
+            None => Ok(0),
+        }
+    }
+
+    fn seed(&self, nodes: u64, progress: &dyn Fn(u64)) -> Result<SeedReport, GraphError> {
+        let started = Instant::now();
+        // The index first, so that every MERGE below finds its node by id.
+        match self.write("CREATE INDEX FOR (n:Content) ON (n.id)", &[]) {
+            Ok(()) | Err(GraphError::Query(_)) => {} // "already indexed" is fine
+            Err(e) => return Err(e),
+        }
+        let before = self.count()?;
+        let batch = 5_000u64;
+        let mut from = 1u64;
+        while from <= nodes {
+            let to = (from + batch - 1).min(nodes);
+            self.write(super::SEED_QUERY, &[("from", from as i64), ("to", to as i64)])?;
+            progress(to);
+            from = to + 1;
+        }
+        self.write("MATCH (n:Content) WHERE n.id > $n OR n.id < 1 DELETE n", &[("n", nodes as i64)])?;
+        let after = self.count()?;
+        Ok(SeedReport { before, after, took: started.elapsed() })
+    }
+
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("db_pool", self.settings.pool.to_string()),
+            ("db_async_connections", self.settings.async_connections.to_string()),
+            ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
+        ]
+    }
+}
+
+/// A failure to reach the server, without the crate's long advice text.
+fn unavailable(target: &FalkorTarget, e: &FalkorDBError) -> GraphError {
+    let reason = match e {
+        FalkorDBError::ConnectionDown | FalkorDBError::NoConnection => {
+            "connection refused or lost".to_string()
+        }
+        other => first_sentence(&other.to_string()),
+    };
+    GraphError::Unavailable(format!("{target}: {reason}"))
+}
+
+/// Connection problems are `Unavailable` (503); anything else is a query failure.
+fn classify(target: &FalkorTarget, e: &FalkorDBError) -> GraphError {
+    let text = e.to_string();
+    let connection = matches!(
+        e,
+        FalkorDBError::ConnectionDown | FalkorDBError::NoConnection | FalkorDBError::EmptyConnection
+    ) || text.contains("onnection")
+        || text.contains("imed out")
+        || text.contains("broken pipe")
+        || text.contains("refused");
+    if connection { unavailable(target, e) } else { GraphError::Query(first_sentence(&text)) }
+}
+
+fn first_sentence(text: &str) -> String {
+    let line = text.lines().next().unwrap_or(text);
+    line.chars().take(200).collect()
+}
+
+/// Turns a `RETURN n` row into Content.
+fn content_from_values(id: i64, values: Vec<FalkorValue>) -> Result<Content, GraphError> {
+    let Some(FalkorValue::Node(node)) = values.into_iter().next() else {
+        return Err(GraphError::Malformed(format!("no node for id {id}")));
+    };
+    let text = |key: &str| match node.properties.get(key) {
+        Some(FalkorValue::String(s)) => Ok(s.clone()),
+        other => Err(GraphError::Malformed(format!("property {key}: {other:?}"))),
+    };
+    let id = match node.properties.get("id") {
+        Some(FalkorValue::I64(id)) => *id,
+        other => return Err(GraphError::Malformed(format!("property id: {other:?}"))),
+    };
+    Ok(Content {
+        id,
+        name: text("name")?,
+        code: text("code")?,
+        mime_type: text("mimeType")?,
+        content_type: text("contentType")?,
+        body: text("body")?,
+    })
+}
