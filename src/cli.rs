@@ -55,7 +55,8 @@ nodes) and deletes any Content node outside 1..=N.";
 #[derive(Debug, Args)]
 pub struct SeedArgs {
     /// The database: falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT.
-    #[arg(long, value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
+    #[arg(long, env = "BLOCKLAB_DB", hide_env_values = true,
+          value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
     pub db: DbUrl,
 
     /// Content nodes: ids 1..=N.
@@ -104,7 +105,8 @@ pub struct BenchArgs {
     pub runs: u32,
 
     /// Graph database: 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (seeded with `blocklab seed`).
-    #[arg(long, default_value = "embedded", value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
+    #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
+          value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
     pub db: DbUrl,
 
     /// Database client settings.
@@ -304,7 +306,8 @@ pub struct ServeArgs {
     pub nodes: u64,
 
     /// Graph database: 'embedded' (Grafeo, in process), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT.
-    #[arg(long, default_value = "embedded", value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
+    #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
+          value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
     pub db: DbUrl,
 
     /// Simulated network round trip added to every read, e.g. 1ms, 500us (embedded database only).

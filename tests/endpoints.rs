@@ -16,15 +16,7 @@ fn small() -> ServeConfig {
     ServeConfig { nodes: 200, workers: 2, ..ServeConfig::default() }
 }
 
-const DATA: [Endpoint; 7] = [
-    Endpoint::GetData,
-    Endpoint::GetDataAsync,
-    Endpoint::GetDataAsync2,
-    Endpoint::GetDataAkka,
-    Endpoint::GetDataAkkaAsync,
-    Endpoint::GetDataAkkaAsync2,
-    Endpoint::GetDataSpawnBlocking,
-];
+const DATA: [Endpoint; 7] = Endpoint::DATA;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_data_endpoint_returns_exactly_the_requested_node() {

@@ -62,15 +62,7 @@ fn backend(url: &str, timeout: Duration) -> Arc<dyn GraphBackend> {
     Arc::new(FalkorGraph::new(target, DbSettings { timeout, ..DbSettings::default() }))
 }
 
-const DATA: [Endpoint; 7] = [
-    Endpoint::GetData,
-    Endpoint::GetDataAsync,
-    Endpoint::GetDataAsync2,
-    Endpoint::GetDataAkka,
-    Endpoint::GetDataAkkaAsync,
-    Endpoint::GetDataAkkaAsync2,
-    Endpoint::GetDataSpawnBlocking,
-];
+const DATA: [Endpoint; 7] = Endpoint::DATA;
 
 #[test]
 fn seeding_is_idempotent_and_exact() {
@@ -319,4 +311,39 @@ fn bench_against_falkordb_writes_the_full_report() {
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("real network round trips"), "the report states the database");
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn bench_passes_credentials_to_its_servers_without_writing_them_anywhere() {
+    let Some(base) = falkor_url() else { return };
+    let port = base.rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    let url = format!("falkor://dbuser9:pa55word9@127.0.0.1:{port}/creds_bench");
+    let out_dir = std::env::temp_dir().join(format!("blocklab-bench-creds-{}", std::process::id()));
+    let run = common::output_within(
+        blocklab()
+            .args(["bench", "--quick", "-n", "300", "--apis", "1,3", "--nodes", "10", "--db", &url, "--out"])
+            .arg(&out_dir),
+        Duration::from_secs(300),
+    );
+    let mut everything =
+        String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
+    for entry in walk(&out_dir) {
+        everything += &std::fs::read_to_string(entry).unwrap_or_default();
+    }
+    assert!(everything.contains("falkor://127.0.0.1"), "the database is named in the outputs");
+    assert!(!everything.contains("pa55word9") && !everything.contains("dbuser9"), "credentials leaked");
+    // The servers did get them: FalkorDB has no password, so AUTH is refused and reads answer 503.
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["tests"][1]["runs"][0]["ok"], 0, "reads authenticated without the password?");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
 }

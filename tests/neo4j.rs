@@ -39,15 +39,7 @@ async fn seeds_and_serves_every_endpoint_from_neo4j() {
 
     let config = ServeConfig { nodes: 300, workers: 2, db: uri.parse().unwrap(), ..ServeConfig::default() };
     let server = server_with(config, graph);
-    for endpoint in [
-        Endpoint::GetData,
-        Endpoint::GetDataAsync,
-        Endpoint::GetDataAsync2,
-        Endpoint::GetDataAkka,
-        Endpoint::GetDataAkkaAsync,
-        Endpoint::GetDataAkkaAsync2,
-        Endpoint::GetDataSpawnBlocking,
-    ] {
+    for endpoint in Endpoint::DATA {
         let reply = get(server.addr(), &format!("{}?id=77", endpoint.path())).await;
         assert_eq!(reply.status, 200, "{}: {}", endpoint.path(), reply.body);
         assert_eq!(reply.json(), serde_json::to_value(content_record(77)).unwrap());

@@ -154,7 +154,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             &plan.server_exe,
             &server_args(plan),
             pin.as_deref(),
-            &[("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())],
+            &[("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()), ("BLOCKLAB_DB", plan.db.full_url())],
             Duration::from_secs(300),
         );
         match started {
@@ -262,11 +262,11 @@ fn describe_db(plan: &BenchPlan) -> String {
 }
 
 fn server_args(plan: &BenchPlan) -> Vec<String> {
+    // The database URL goes through the environment (BLOCKLAB_DB), so that its
+    // credentials are neither on a command line (ps) nor in a report.
     let mut args = vec![
         "--nodes".to_string(),
         plan.nodes.to_string(),
-        "--db".to_string(),
-        plan.db.to_string(),
         "--db-latency".to_string(),
         format!("{}us", plan.db_latency.as_micros()),
     ];

@@ -118,21 +118,13 @@ fn content_from_value(node: &Value) -> Result<Content, GraphError> {
     let Value::Map(props) = node else {
         return Err(GraphError::Malformed(format!("expected a node, got {node:?}")));
     };
-    let text = |key: &str| match props.get(key) {
-        Some(Value::String(s)) => Ok(s.to_string()),
-        other => Err(GraphError::Malformed(format!("property {key}: {other:?}"))),
-    };
     let id = match props.get("id") {
-        Some(Value::Int64(id)) => *id,
-        other => return Err(GraphError::Malformed(format!("property id: {other:?}"))),
+        Some(Value::Int64(id)) => Ok(*id),
+        other => Err(format!("{other:?}")),
     };
-    Ok(Content {
-        id,
-        name: text("name")?,
-        code: text("code")?,
-        mime_type: text("mimeType")?,
-        content_type: text("contentType")?,
-        body: text("body")?,
+    Content::from_properties(id, |key| match props.get(key) {
+        Some(Value::String(s)) => Ok(s.to_string()),
+        other => Err(format!("{other:?}")),
     })
 }
 

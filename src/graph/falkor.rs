@@ -397,20 +397,12 @@ fn content_from_values(id: i64, values: Vec<FalkorValue>) -> Result<Content, Gra
     let Some(FalkorValue::Node(node)) = values.into_iter().next() else {
         return Err(GraphError::Malformed(format!("no node for id {id}")));
     };
-    let text = |key: &str| match node.properties.get(key) {
-        Some(FalkorValue::String(s)) => Ok(s.clone()),
-        other => Err(GraphError::Malformed(format!("property {key}: {other:?}"))),
-    };
     let id = match node.properties.get("id") {
-        Some(FalkorValue::I64(id)) => *id,
-        other => return Err(GraphError::Malformed(format!("property id: {other:?}"))),
+        Some(FalkorValue::I64(id)) => Ok(*id),
+        other => Err(format!("{other:?}")),
     };
-    Ok(Content {
-        id,
-        name: text("name")?,
-        code: text("code")?,
-        mime_type: text("mimeType")?,
-        content_type: text("contentType")?,
-        body: text("body")?,
+    Content::from_properties(id, |key| match node.properties.get(key) {
+        Some(FalkorValue::String(s)) => Ok(s.clone()),
+        other => Err(format!("{other:?}")),
     })
 }

@@ -95,6 +95,28 @@ pub struct Content {
     pub body: String,
 }
 
+impl Content {
+    /// Builds a node from a driver's property lookups: `id` the integer
+    /// property, `text` each string property by name. Every backend maps its
+    /// own value type through this, so a missing or mistyped property is
+    /// reported the same way whatever the database.
+    pub fn from_properties(
+        id: Result<i64, String>,
+        text: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<Content, GraphError> {
+        let text =
+            |key: &str| text(key).map_err(|got| GraphError::Malformed(format!("property {key}: {got}")));
+        Ok(Content {
+            id: id.map_err(|got| GraphError::Malformed(format!("property id: {got}")))?,
+            name: text("name")?,
+            code: text("code")?,
+            mime_type: text("mimeType")?,
+            content_type: text("contentType")?,
+            body: text("body")?,
+        })
+    }
+}
+
 /// Why a read failed. Each kind is counted in `/metrics` and mapped to an
 /// HTTP status by the server (`NotFound` 404, `Unavailable` 503, else 500).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -233,6 +255,32 @@ impl FromStr for DbUrl {
     }
 }
 
+impl DbUrl {
+    /// The URL with its credentials, to hand to a child process through its
+    /// environment (`BLOCKLAB_DB`) — never to print, log or put on a command line.
+    pub fn full_url(&self) -> String {
+        let userinfo = |c: &Option<(String, String)>| {
+            c.as_ref().map_or(String::new(), |(u, p)| format!("{}:{}@", percent_encode(u), percent_encode(p)))
+        };
+        match self {
+            DbUrl::Embedded => "embedded".to_string(),
+            DbUrl::Falkor(t) => {
+                format!("falkor://{}{}:{}/{}", userinfo(&t.credentials), t.host, t.port, t.graph)
+            }
+            DbUrl::Neo4j(t) => format!("{}://{}{}:{}", t.scheme, userinfo(&t.credentials), t.host, t.port),
+        }
+    }
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 fn split_host_port(authority: &str, scheme: &str) -> Result<(String, Option<u16>), String> {
     let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
@@ -320,6 +368,10 @@ mod tests {
         assert!(!format!("{db:?}").contains("secret"));
         let DbUrl::Neo4j(n) = "neo4j://h".parse::<DbUrl>().unwrap() else { panic!() };
         assert_eq!((n.port, n.scheme.as_str()), (7687, "neo4j"));
+        for url in ["falkor://u:p%40ss%2B%20x@db:6379/other", "bolt://neo4j:s3:cr%2Ft@h:7687", "embedded"] {
+            let db = url.parse::<DbUrl>().unwrap();
+            assert_eq!(db.full_url().parse::<DbUrl>().unwrap(), db, "{url} survives full_url()");
+        }
         for bad in ["postgres://x", "falkor://", "falkor://h:notaport", "bolt://h:1/x", "nothing"] {
             assert!(bad.parse::<DbUrl>().is_err(), "{bad}");
         }

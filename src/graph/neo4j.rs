@@ -237,15 +237,7 @@ fn classify(target: &str, e: &neo4rs::Error) -> GraphError {
 }
 
 fn content_from_node(node: &Node) -> Result<Content, GraphError> {
-    let text = |key: &str| {
-        node.get::<String>(key).map_err(|e| GraphError::Malformed(format!("property {key}: {e}")))
-    };
-    Ok(Content {
-        id: node.get::<i64>("id").map_err(|e| GraphError::Malformed(format!("property id: {e}")))?,
-        name: text("name")?,
-        code: text("code")?,
-        mime_type: text("mimeType")?,
-        content_type: text("contentType")?,
-        body: text("body")?,
+    Content::from_properties(node.get::<i64>("id").map_err(|e| e.to_string()), |key| {
+        node.get::<String>(key).map_err(|e| e.to_string())
     })
 }

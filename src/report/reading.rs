@@ -10,6 +10,11 @@ fn best(results: &BenchResults, test_id: u32) -> Option<(&TestRecord, &RunRecord
     Some((test, test.best()?))
 }
 
+fn capitalize(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
+}
+
 /// The reading, as plain sentences (one per bullet).
 pub fn sentences(results: &BenchResults) -> Vec<String> {
     let mut out = Vec::new();
@@ -55,7 +60,8 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             }
         ));
     }
-    let ceiling = (latency_ms > 0.0).then(|| workers * 1000.0 / latency_ms);
+    let embedded = p.db == "embedded";
+    let ceiling = (embedded && latency_ms > 0.0).then(|| workers * 1000.0 / latency_ms);
     if let Some((_, r)) = best(results, 2) {
         match ceiling {
             Some(c) => out.push(format!(
@@ -77,6 +83,16 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
                 },
                 r.server_cpu_per_request_us
             )),
+            None if !embedded => out.push(format!(
+                "/getData: {} req/s. {} waits on the socket for each database round trip (server-side mean {} ms), \
+                 so at most {} read{} in flight at once while 200 connections wait; workers {} busy.",
+                rps(r.rps),
+                capitalize(&w_label(workers)),
+                ms(r.server.server_mean_ms),
+                workers,
+                if workers == 1.0 { " is" } else { "s are" },
+                pct(r.server.http_busy_ratio)
+            )),
             None => out.push(format!(
                 "/getData: {} req/s. With no simulated latency a read is a few microseconds of CPU, so blocking \
                  the worker costs little; run with --db-latency to see the difference.",
@@ -87,12 +103,12 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if let (Some((_, a)), Some((_, b))) = (best(results, 3), best(results, 2)) {
         out.push(format!(
             "/getDataAsync: {} req/s, {:.1}× /getData. The worker awaits the round trip and serves the other \
-             connections meanwhile; workers {} busy, mean latency {} ms for a {} ms round trip.",
+             connections meanwhile; workers {} busy, mean latency {} ms{}.",
             rps(a.rps),
             a.rps / b.rps.max(1e-9),
             pct(a.server.http_busy_ratio),
             ms(a.mean_ms),
-            ms(latency_ms)
+            if embedded { format!(" for a {} ms round trip", ms(latency_ms)) } else { String::new() }
         ));
     }
     if let (Some((_, two)), Some((_, one))) = (best(results, 4), best(results, 3)) {

@@ -239,3 +239,41 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
     rows.push(("versions".to_string(), versions.join(", ")));
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_get_the_precision_their_size_deserves() {
+        assert_eq!(
+            (ms(1234.4), ms(45.67), ms(4.567), ms(0.0456)),
+            ("1234".into(), "45.7".into(), "4.57".into(), "0.046".into())
+        );
+        assert_eq!((rps(39058.6), pct(0.123)), ("39059".into(), "12 %".into()));
+    }
+
+    #[test]
+    fn markdown_has_the_header_rule_and_one_line_per_row() {
+        let t = Table {
+            headers: vec!["Test ID".into(), "API".into()],
+            rows: vec![vec!["1".into(), "/test".into()], vec!["2".into(), "/getData".into()]],
+        };
+        assert_eq!(t.markdown(), "| Test ID | API |\n|---|---|\n| 1 | /test |\n| 2 | /getData |\n");
+    }
+
+    #[test]
+    fn the_seed_labels_its_blocking_apis() {
+        let test = |id: u32, api: &str| TestRecord {
+            test_id: id,
+            api: api.into(),
+            model: String::new(),
+            status: "ok".into(),
+            failure: None,
+            runs: Vec::new(),
+        };
+        assert_eq!(label(&test(2, "/getData")), "/getData (Blocking)");
+        assert_eq!(label(&test(5, "/getDataAkka")), "/getDataAkka (Blocking)");
+        assert_eq!(label(&test(3, "/getDataAsync")), "/getDataAsync");
+    }
+}

@@ -28,9 +28,8 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// Every endpoint, in the seed's order, then blocklab's own, then the rest.
-    pub const ALL: [Endpoint; 10] = [
-        Endpoint::Test,
+    /// The endpoints that read a node, in Test ID order.
+    pub const DATA: [Endpoint; 7] = [
         Endpoint::GetData,
         Endpoint::GetDataAsync,
         Endpoint::GetDataAsync2,
@@ -38,21 +37,13 @@ impl Endpoint {
         Endpoint::GetDataAkkaAsync,
         Endpoint::GetDataAkkaAsync2,
         Endpoint::GetDataSpawnBlocking,
-        Endpoint::Metrics,
-        Endpoint::Other,
     ];
 
-    /// The endpoints that are measured: the seed's seven and blocklab's own.
-    pub const MEASURED: [Endpoint; 8] = [
-        Endpoint::Test,
-        Endpoint::GetData,
-        Endpoint::GetDataAsync,
-        Endpoint::GetDataAsync2,
-        Endpoint::GetDataAkka,
-        Endpoint::GetDataAkkaAsync,
-        Endpoint::GetDataAkkaAsync2,
-        Endpoint::GetDataSpawnBlocking,
-    ];
+    /// The endpoints that are measured: `/test`, then the data endpoints.
+    pub const MEASURED: [Endpoint; 8] = extend([Endpoint::Test], Endpoint::DATA);
+
+    /// Every endpoint: the measured ones, then `/metrics` and the rest.
+    pub const ALL: [Endpoint; 10] = extend(Endpoint::MEASURED, [Endpoint::Metrics, Endpoint::Other]);
 
     /// The URL path (for `Other`, a label only).
     pub fn path(self) -> &'static str {
@@ -113,6 +104,25 @@ impl Endpoint {
     pub(crate) fn index(self) -> usize {
         self as usize
     }
+}
+
+/// `head` followed by `tail`, in a constant.
+const fn extend<const A: usize, const B: usize, const C: usize>(
+    head: [Endpoint; A],
+    tail: [Endpoint; B],
+) -> [Endpoint; C] {
+    assert!(A + B == C, "the lengths must add up");
+    let mut out = [Endpoint::Other; C];
+    let mut i = 0;
+    while i < A {
+        out[i] = head[i];
+        i += 1;
+    }
+    while i < C {
+        out[i] = tail[i - A];
+        i += 1;
+    }
+    out
 }
 
 #[cfg(test)]
