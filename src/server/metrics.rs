@@ -62,7 +62,8 @@ struct EndpointStats {
     in_flight: PeakGauge,
     by_code: [AtomicU64; CODE_SLOTS],
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
-    sum_us: AtomicU64,
+    /// Sum of latencies in nanoseconds (a /test request takes well under a microsecond).
+    sum_ns: AtomicU64,
 }
 
 /// Figures of the actor system, updated by the actors and the handlers.
@@ -106,7 +107,7 @@ impl RequestTimer<'_> {
         self.stats.by_code[code].fetch_add(1, Relaxed);
         let bucket = BUCKETS_US.partition_point(|bound| *bound < us);
         self.stats.buckets[bucket].fetch_add(1, Relaxed);
-        self.stats.sum_us.fetch_add(us, Relaxed);
+        self.stats.sum_ns.fetch_add(elapsed.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
         self.finished = true;
         // in_flight is decremented by Drop.
     }
@@ -213,7 +214,7 @@ impl Metrics {
                 );
             }
             let path = e.path();
-            let sum = s.sum_us.load(Relaxed) as f64 / 1e6;
+            let sum = s.sum_ns.load(Relaxed) as f64 / 1e9;
             let _ = writeln!(
                 w,
                 "blocklab_http_request_duration_seconds_bucket{{endpoint=\"{path}\",le=\"+Inf\"}} {count}"
