@@ -133,7 +133,6 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     let mut tests = Vec::with_capacity(plan.apis.len());
     let mut interrupted = false;
     let mut info = Vec::new();
-    let mut done = 0u64;
     for (i, api) in plan.apis.iter().enumerate() {
         if interrupt.load(Relaxed) {
             interrupted = true;
@@ -169,6 +168,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             }
             Ok(mut server) => {
                 for run_id in 1..=plan.runs {
+                    // Requests of the runs before this one, for the progress bar.
+                    let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
                     match run_once(plan, *api, run_id, &mut server, &bar, done, interrupt) {
                         Ok((run, scrape_info)) => {
                             if info.is_empty() {
@@ -191,14 +192,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                             break;
                         }
                     }
-                    done += plan.requests;
-                    bar.set_position(done);
                 }
                 server.stop(Duration::from_secs(15));
             }
         }
-        done = (i as u64 + 1) * u64::from(plan.runs) * plan.requests;
-        bar.set_position(done);
+        bar.set_position((i as u64 + 1) * u64::from(plan.runs) * plan.requests);
         tests.push(record);
         if interrupted {
             break;

@@ -239,11 +239,6 @@ impl BenchResults {
             })
             .collect()
     }
-
-    /// Whether every test completed all its runs.
-    pub fn all_ok(&self) -> bool {
-        !self.interrupted && self.tests.iter().all(|t| t.status == "ok")
-    }
 }
 
 #[cfg(test)]

@@ -50,11 +50,6 @@ impl EmbeddedGraph {
         Ok(EmbeddedGraph { db, nodes, latency })
     }
 
-    /// The number of Content nodes loaded.
-    pub fn nodes(&self) -> u64 {
-        self.nodes
-    }
-
     /// Whether the `id` property index is in place (it must be, for speed).
     pub fn is_indexed(&self) -> bool {
         self.db.has_property_index("id")

@@ -310,20 +310,13 @@ impl GraphBackend for FalkorGraph {
     fn count(&self) -> Result<u64, GraphError> {
         let client = self.sync_client()?;
         let mut graph = client.graph();
-        let result = graph.ro_query("MATCH (n:Content) RETURN count(n)").execute();
-        let mut result = result.map_err(|e| {
+        let mut result = match graph.ro_query("MATCH (n:Content) RETURN count(n)").execute() {
+            Ok(result) => result,
             // A graph that does not exist yet is an empty dataset, not an outage.
-            if e.to_string().contains("Invalid graph operation on empty key") {
-                GraphError::NotFound(0)
-            } else {
-                self.failed(&self.sync, &client, e)
-            }
-        });
-        if let Err(GraphError::NotFound(0)) = result {
-            return Ok(0);
-        }
-        let row = result.as_mut().map_err(|e| e.clone())?.data.next();
-        match row.map(|r| r.map(|r| r.into_values())) {
+            Err(e) if e.to_string().contains("Invalid graph operation on empty key") => return Ok(0),
+            Err(e) => return Err(self.failed(&self.sync, &client, e)),
+        };
+        match result.data.next().map(|r| r.map(|r| r.into_values())) {
             Some(Ok(values)) => match values.first() {
                 Some(FalkorValue::I64(n)) => Ok((*n).max(0) as u64),
                 other => Err(GraphError::Malformed(format!("count: {other:?}"))),

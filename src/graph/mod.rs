@@ -136,6 +136,9 @@ pub enum GraphError {
 }
 
 impl GraphError {
+    /// Every value [`GraphError::kind`] returns, in metrics order.
+    pub const KINDS: [&'static str; 4] = ["not_found", "unavailable", "query", "malformed"];
+
     /// A short, stable name for the kind, used as a metrics label.
     pub fn kind(&self) -> &'static str {
         match self {

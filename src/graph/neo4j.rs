@@ -61,33 +61,28 @@ impl Neo4jGraph {
             )
         });
         let uri = format!("{}:{}", target.host, target.port);
-        let config = |connections: usize| {
-            ConfigBuilder::default()
-                .uri(uri.as_str())
-                .user(user.as_str())
-                .password(password.as_str())
-                .max_connections(connections.max(1))
-                .build()
-                .map_err(|e| GraphError::Unavailable(format!("{target}: invalid configuration: {e}")))
-        };
         let client_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("neo4j-client")
             .enable_all()
             .build()
             .map_err(|e| GraphError::Unavailable(format!("cannot start the driver runtime: {e}")))?;
-        let blocking_config = config(settings.pool)?;
-        let blocking_graph = std::thread::scope(|s| {
-            // Built on the client runtime, from a plain thread (this may be called inside another runtime).
-            s.spawn(|| client_runtime.block_on(Graph::connect(blocking_config))).join()
-        })
-        .map_err(|_| GraphError::Unavailable("driver set-up panicked".to_string()))?
-        .map_err(|e| GraphError::Unavailable(format!("{target}: {e}")))?;
-        let async_config = config(settings.async_connections)?;
-        let graph =
-            std::thread::scope(|s| s.spawn(|| client_runtime.block_on(Graph::connect(async_config))).join())
+        // A pool of `connections` (neo4rs opens them on first use), built on the
+        // client runtime from a plain thread, as this may be called inside another runtime.
+        let connect = |connections: usize| {
+            let config = ConfigBuilder::default()
+                .uri(uri.as_str())
+                .user(user.as_str())
+                .password(password.as_str())
+                .max_connections(connections.max(1))
+                .build()
+                .map_err(|e| GraphError::Unavailable(format!("{target}: invalid configuration: {e}")))?;
+            std::thread::scope(|s| s.spawn(|| client_runtime.block_on(Graph::connect(config))).join())
                 .map_err(|_| GraphError::Unavailable("driver set-up panicked".to_string()))?
-                .map_err(|e| GraphError::Unavailable(format!("{target}: {e}")))?;
+                .map_err(|e| GraphError::Unavailable(format!("{target}: {e}")))
+        };
+        let blocking_graph = connect(settings.pool)?;
+        let graph = connect(settings.async_connections)?;
         Ok(Neo4jGraph { target, settings, graph, blocking_graph, client_runtime: Some(client_runtime) })
     }
 

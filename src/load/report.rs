@@ -35,7 +35,7 @@ const PERCENTILES: [(&str, f64); 10] = [
 ];
 
 /// Summary of one latency histogram, in milliseconds.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct LatencySummary {
     /// Samples in the histogram.
     pub count: u64,
@@ -74,24 +74,7 @@ impl LatencySummary {
     pub fn of(h: &Histogram<u64>) -> LatencySummary {
         let ms = |us: u64| us as f64 / 1000.0;
         if h.is_empty() {
-            let z = 0.0;
-            return LatencySummary {
-                count: 0,
-                min: z,
-                mean: z,
-                stdev: z,
-                p50: z,
-                p66: z,
-                p75: z,
-                p80: z,
-                p90: z,
-                p95: z,
-                p98: z,
-                p99: z,
-                p999: z,
-                p9999: z,
-                max: z,
-            };
+            return LatencySummary::default();
         }
         let q = |quantile: f64| ms(h.value_at_quantile(quantile));
         LatencySummary {

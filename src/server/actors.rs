@@ -128,11 +128,6 @@ impl ActorSystem {
         &self.probe
     }
 
-    /// The limits callers wait for.
-    pub fn limits(&self) -> ActorLimits {
-        self.limits
-    }
-
     /// Asks the blocking pool for node `id` and **blocks the calling thread**
     /// until the reply or the await limit, as the seed's `Await.result` did.
     pub fn ask_blocking(&self, id: i64) -> Result<Content, AskError> {

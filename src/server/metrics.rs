@@ -288,7 +288,7 @@ impl Metrics {
 }
 
 /// Kinds of database failure, as [`crate::graph::GraphError::kind`] names them.
-const DB_ERROR_KINDS: [&str; 4] = ["not_found", "unavailable", "query", "malformed"];
+const DB_ERROR_KINDS: [&str; 4] = crate::graph::GraphError::KINDS;
 
 /// Writes the `# HELP` and `# TYPE` lines of a metric.
 pub(crate) fn help(w: &mut String, name: &str, kind: &str, text: &str) {

@@ -43,16 +43,6 @@ pub fn build_runtime(name: &'static str, workers: usize) -> io::Result<(Runtime,
 }
 
 impl RuntimeProbe {
-    /// The runtime's name (`http`, `actors`).
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// A handle to spawn onto the runtime.
-    pub fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
     /// Threads of tokio's blocking pool alive now (idle ones included).
     ///
     /// tokio counts these only under `--cfg tokio_unstable`; here every thread
