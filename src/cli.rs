@@ -13,7 +13,8 @@ use crate::experiment::BenchPlan;
 use crate::experiment::placement::Placement;
 use crate::graph::{DbSettings, DbUrl};
 use crate::load::{LoadPlan, Stop};
-use crate::server::{ActorLimits, ServeConfig, available_cores};
+use crate::server::model::DEFAULT_POOL_THREADS;
+use crate::server::{ActorLimits, Model, ServeConfig, available_cores};
 
 /// blocklab: what blocking calls, thread pools and actors do to a web
 /// service's throughput, latency and robustness, measured on your machine.
@@ -287,11 +288,21 @@ Endpoints (GET; every data endpoint takes ?id=N, else reads a random node):
   /getDataAkkaAsync       one actor piping a non-blocking read back
   /getDataAkkaAsync2      two asks in sequence
   /getDataSpawnBlocking   blocking read on tokio's blocking pool
+  /delay                  waits ?ms= (default 5000, at most 600000), then {\"success\":true}
   /metrics                Prometheus metrics
+
+Server models (--model; study 2):
+  reactive   tokio + hyper/axum; handlers on the async workers (all endpoints)
+  lean       tokio tasks holding no buffer while idle, httparse (/delay, /test, /metrics)
+  pool       --threads OS threads (default 200, Tomcat's maxThreads); requests beyond
+             them wait for a free one; /delay sleeps its thread (/delay, /test, /getData)
+  thread     a new OS thread per request (/delay, /test, /getData)
 
 Examples:
   blocklab serve
   blocklab serve --listen 127.0.0.1:0 --db-latency 1ms --workers 1
+  blocklab serve --model pool --threads 200 --max-connections 8192
+  blocklab serve --model lean --max-connections 20000
   RUST_LOG=debug blocklab serve --nodes 100000";
 
 /// Flags of `blocklab serve`.
@@ -337,6 +348,24 @@ pub struct ServeArgs {
     /// On SIGINT/SIGTERM, how long to wait for in-flight requests.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DUR")]
     pub shutdown_timeout: Duration,
+
+    /// Server model: how connections are held and where handlers run (see below).
+    #[arg(long, value_enum, default_value_t = Model::Reactive, value_name = "MODEL")]
+    pub model: Model,
+
+    /// OS threads of the pool model [default: 200, Tomcat's maxThreads] (pool only).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000), value_name = "N")]
+    pub threads: Option<u32>,
+
+    /// Connections open at most; beyond it the server stops accepting until one closes
+    /// [default: 8192 for pool, as Tomcat; no limit otherwise].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000), value_name = "N")]
+    pub max_connections: Option<u64>,
+
+    /// Listen backlog: connections the kernel queues unaccepted [default: 100 for pool,
+    /// as Tomcat's acceptCount; 4096 otherwise; capped by net.core.somaxconn].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_535), value_name = "N")]
+    pub accept_count: Option<u32>,
 }
 
 /// How the server's database clients connect (networked databases only).
@@ -380,9 +409,12 @@ impl DbClientArgs {
 }
 
 impl ServeArgs {
-    /// The validated plan.
-    pub fn config(&self) -> ServeConfig {
-        ServeConfig {
+    /// The validated plan, or why the flags do not make one.
+    pub fn config(&self) -> Result<ServeConfig, String> {
+        if self.threads.is_some() && self.model != Model::Pool {
+            return Err(format!("--threads applies to --model pool only (this is --model {})", self.model));
+        }
+        Ok(ServeConfig {
             nodes: self.nodes,
             db: self.db.clone(),
             db_latency: self.db_latency,
@@ -391,7 +423,14 @@ impl ServeArgs {
             actor_threads: usize::from(self.actor_threads),
             limits: ActorLimits { await_timeout: self.await_timeout, ask_timeout: self.ask_timeout },
             shutdown_grace: self.shutdown_timeout,
-        }
+            model: self.model,
+            threads: self.threads.map_or(DEFAULT_POOL_THREADS, |n| n as usize),
+            max_connections: self
+                .max_connections
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                .or(self.model.default_max_connections()),
+            accept_count: self.accept_count.unwrap_or(self.model.default_accept_count()),
+        })
     }
 }
 
@@ -439,10 +478,24 @@ mod tests {
     fn defaults_follow_the_issue() {
         let s = serve(&[]).unwrap();
         assert_eq!(s.listen, "127.0.0.1:9000".parse().unwrap());
-        let c = s.config();
+        let c = s.config().unwrap();
         assert_eq!((c.nodes, c.db_latency, c.actor_threads), (10_000, Duration::ZERO, 4));
         assert_eq!(c.limits.await_timeout, Duration::from_secs(5));
         assert!(c.workers >= 1);
+        assert_eq!((c.model, c.max_connections, c.accept_count), (Model::Reactive, None, 4096));
+    }
+
+    #[test]
+    fn pool_defaults_are_tomcats_and_threads_is_pool_only() {
+        let c = serve(&["--model", "pool"]).unwrap().config().unwrap();
+        assert_eq!((c.threads, c.max_connections, c.accept_count), (200, Some(8192), 100));
+        let c = serve(&["--model", "lean", "--max-connections", "3", "--accept-count", "7"]).unwrap();
+        let c = c.config().unwrap();
+        assert_eq!((c.model, c.max_connections, c.accept_count), (Model::Lean, Some(3), 7));
+        for model in ["reactive", "lean", "thread"] {
+            let e = serve(&["--model", model, "--threads", "4"]).unwrap().config().unwrap_err();
+            assert!(e.contains("--threads applies to --model pool only"), "{e}");
+        }
     }
 
     #[test]
@@ -454,6 +507,9 @@ mod tests {
             &["--listen", "nowhere"],
             &["--db", "mysql://x"],
             &["--await-timeout", "0s"],
+            &["--model", "actors"],
+            &["--threads", "0"],
+            &["--max-connections", "0"],
         ] {
             let err = serve(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");

@@ -2,8 +2,6 @@
 //! decides the exit status: 2 for a usage error (bad flag, address in use),
 //! 1 for a failure while running.
 
-use std::net::SocketAddr;
-
 use anyhow::Context;
 use tokio::net::TcpListener;
 
@@ -17,7 +15,7 @@ use indicatif::ProgressBar;
 use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs};
 use crate::graph::DbUrl;
 use crate::load::report::LoadReport;
-use crate::server::{self, ServeConfig, app, build_state, open_backend, runtime::build_runtime};
+use crate::server::{self, runtime::build_runtime};
 
 /// Why a command did not succeed.
 #[derive(Debug, thiserror::Error)]
@@ -184,38 +182,22 @@ fn load(args: &LoadArgs) -> Result<(), Failure> {
 /// `blocklab serve`: bind, load the database, print `listening on`, serve
 /// until SIGINT or SIGTERM, drain, exit.
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
-    let config = args.config();
+    let config = args.config().map_err(Failure::Usage)?;
     // Bound before anything slow happens, so "address in use" is immediate.
-    let listener = server::bind(args.listen)
+    let listener = server::bind(args.listen, config.accept_count)
         .map_err(|e| Failure::Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     listener.set_nonblocking(true).context("configuring the listener")?;
     let (runtime, probe) = build_runtime("http", config.workers).context("starting the HTTP runtime")?;
-    let result = runtime.block_on(serve_on(listener, addr, &config, probe));
+    let result = runtime.block_on(async {
+        let listener = TcpListener::from_std(listener).context("registering the listener")?;
+        let ready = || println!("listening on http://{addr}");
+        server::run(&config, listener, None, probe, ready, shutdown_signal()).await
+    });
+    tracing::info!("stopped");
     // Blocking-pool threads still in a read must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result.map_err(Failure::Failed)
-}
-
-async fn serve_on(
-    listener: std::net::TcpListener,
-    addr: SocketAddr,
-    config: &ServeConfig,
-    probe: server::runtime::RuntimeProbe,
-) -> anyhow::Result<()> {
-    let backend = open_backend(config).await.context("opening the database")?;
-    tracing::info!(
-        db = %backend.describe(),
-        workers = config.workers,
-        actor_threads = config.actor_threads,
-        "starting"
-    );
-    let state = build_state(config, backend, Some(probe)).await?;
-    let listener = TcpListener::from_std(listener).context("registering the listener")?;
-    println!("listening on http://{addr}");
-    server::serve(listener, app(state), shutdown_signal(), config.shutdown_grace).await?;
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// Resolves on the first SIGINT (ctrl-c) or SIGTERM.

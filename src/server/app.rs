@@ -21,6 +21,8 @@ use super::endpoint::Endpoint;
 use super::error::AppError;
 use super::handlers;
 use super::metrics::Metrics;
+use super::model::Model;
+use super::request_threads::RequestThreads;
 use super::runtime::RuntimeProbe;
 use crate::graph::GraphBackend;
 
@@ -33,64 +35,102 @@ pub struct AppState {
     inner: Arc<Shared>,
 }
 
+/// The parts of an [`AppState`].
+pub struct Parts {
+    /// The database.
+    pub backend: Arc<dyn GraphBackend>,
+    /// Valid ids are `1..=nodes`.
+    pub nodes: u64,
+    /// The server model: which routes exist and where their handlers run.
+    pub model: Model,
+    /// The actor system (model reactive only).
+    pub actors: Option<ActorSystem>,
+    /// The request threads (models pool and thread only).
+    pub threads: Option<Arc<RequestThreads>>,
+    /// The server's figures.
+    pub metrics: Arc<Metrics>,
+    /// The probe of the runtime serving requests, when it is known.
+    pub http: Option<RuntimeProbe>,
+    /// The labels of `blocklab_info`.
+    pub info: Vec<(&'static str, String)>,
+}
+
 struct Shared {
-    backend: Arc<dyn GraphBackend>,
-    nodes: u64,
-    actors: ActorSystem,
-    metrics: Arc<Metrics>,
-    http: Option<RuntimeProbe>,
-    info: Vec<(&'static str, String)>,
+    parts: Parts,
 }
 
 impl AppState {
-    /// Puts the parts together. `nodes` bounds the valid ids; `http` is the
-    /// probe of the runtime serving requests, when it is known.
-    pub fn new(
-        backend: Arc<dyn GraphBackend>,
-        nodes: u64,
-        actors: ActorSystem,
-        metrics: Arc<Metrics>,
-        http: Option<RuntimeProbe>,
-        info: Vec<(&'static str, String)>,
-    ) -> AppState {
-        AppState { inner: Arc::new(Shared { backend, nodes, actors, metrics, http, info }) }
+    /// Puts the parts together.
+    pub fn new(parts: Parts) -> AppState {
+        AppState { inner: Arc::new(Shared { parts }) }
+    }
+
+    /// The server model.
+    pub fn model(&self) -> Model {
+        self.inner.parts.model
+    }
+
+    /// The request threads of the pool and thread models.
+    pub fn request_threads(&self) -> Result<&Arc<RequestThreads>, AppError> {
+        self.inner
+            .parts
+            .threads
+            .as_ref()
+            .ok_or(AppError::NotInModel { path: "this endpoint".to_string(), model: self.model() })
     }
 
     /// The database.
     pub fn backend(&self) -> &Arc<dyn GraphBackend> {
-        &self.inner.backend
+        &self.inner.parts.backend
     }
 
     /// The number of nodes: valid ids are `1..=nodes`.
     pub fn nodes(&self) -> u64 {
-        self.inner.nodes
+        self.inner.parts.nodes
     }
 
-    /// The actor system.
-    pub fn actors(&self) -> &ActorSystem {
-        &self.inner.actors
+    /// The actor system, which only the reactive model runs.
+    pub fn actors(&self) -> Result<&ActorSystem, AppError> {
+        self.inner
+            .parts
+            .actors
+            .as_ref()
+            .ok_or(AppError::NotInModel { path: "this endpoint".to_string(), model: self.model() })
     }
 
     /// The server's figures.
     pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
+        &self.inner.parts.metrics
     }
 
     /// The whole `/metrics` text.
     pub fn render_metrics(&self) -> String {
-        let mut probes = Vec::with_capacity(2);
-        if let Some(http) = &self.inner.http {
-            probes.push(http);
-        }
-        probes.push(self.inner.actors.probe());
-        self.inner.metrics.render(&self.inner.info, &probes)
+        let parts = &self.inner.parts;
+        let probes: Vec<&RuntimeProbe> =
+            parts.http.iter().chain(parts.actors.as_ref().map(ActorSystem::probe)).collect();
+        parts.metrics.render(&parts.info, &probes)
     }
 }
 
-/// The service: every endpoint on its path, GET only, JSON errors elsewhere.
+/// The service: every endpoint of the state's model on its path, GET only,
+/// JSON errors elsewhere.
 pub fn app(state: AppState) -> Router {
+    let router = match state.model() {
+        Model::Pool | Model::Thread => on_request_threads(),
+        Model::Reactive | Model::Lean => reactive(),
+    };
+    router
+        .route(Endpoint::Metrics.path(), only_get(handlers::metrics))
+        .fallback(handlers::no_such_path)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+/// The reactive model's routes: every handler on the async workers.
+fn reactive() -> Router<AppState> {
     Router::new()
         .route(Endpoint::Test.path(), only_get(handlers::test))
+        .route(Endpoint::Delay.path(), only_get(handlers::delay))
         .route(Endpoint::GetData.path(), only_get(handlers::get_data))
         .route(Endpoint::GetDataAsync.path(), only_get(handlers::get_data_async))
         .route(Endpoint::GetDataAsync2.path(), only_get(handlers::get_data_async2))
@@ -98,10 +138,21 @@ pub fn app(state: AppState) -> Router {
         .route(Endpoint::GetDataAkkaAsync.path(), only_get(handlers::get_data_akka_async))
         .route(Endpoint::GetDataAkkaAsync2.path(), only_get(handlers::get_data_akka_async2))
         .route(Endpoint::GetDataSpawnBlocking.path(), only_get(handlers::get_data_spawn_blocking))
-        .route(Endpoint::Metrics.path(), only_get(handlers::metrics))
-        .fallback(handlers::no_such_path)
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .with_state(state)
+}
+
+/// The pool and thread models' routes: `/test`, `/delay` and `/getData` run
+/// on a request thread; the reactive model's other endpoints answer 404
+/// naming it. `/metrics` stays on the front end, so a server whose threads
+/// are all taken can still say so.
+fn on_request_threads() -> Router<AppState> {
+    let mut router = Router::new()
+        .route(Endpoint::Test.path(), only_get(handlers::test_on_thread))
+        .route(Endpoint::Delay.path(), only_get(handlers::delay_on_thread))
+        .route(Endpoint::GetData.path(), only_get(handlers::get_data_on_thread));
+    for endpoint in Endpoint::DATA.into_iter().filter(|e| *e != Endpoint::GetData) {
+        router = router.route(endpoint.path(), axum::routing::any(handlers::not_in_model));
+    }
+    router
 }
 
 /// A route answering GET (and HEAD), and a JSON 405 to any other method.

@@ -21,6 +21,9 @@ pub enum Endpoint {
     GetDataAkkaAsync2,
     /// `/getDataSpawnBlocking`: the blocking read moved to tokio's blocking pool.
     GetDataSpawnBlocking,
+    /// `/delay`: waits `?ms=` (default 5000), then answers `{"success":true}`;
+    /// study 2's slow endpoint, served by every server model.
+    Delay,
     /// `/metrics`: the Prometheus exposition.
     Metrics,
     /// Any other path (answered 404).
@@ -42,8 +45,9 @@ impl Endpoint {
     /// The endpoints that are measured: `/test`, then the data endpoints.
     pub const MEASURED: [Endpoint; 8] = extend([Endpoint::Test], Endpoint::DATA);
 
-    /// Every endpoint: the measured ones, then `/metrics` and the rest.
-    pub const ALL: [Endpoint; 10] = extend(Endpoint::MEASURED, [Endpoint::Metrics, Endpoint::Other]);
+    /// Every endpoint: study 1's measured ones, `/delay`, then `/metrics` and the rest.
+    pub const ALL: [Endpoint; 11] =
+        extend(Endpoint::MEASURED, [Endpoint::Delay, Endpoint::Metrics, Endpoint::Other]);
 
     /// The URL path (for `Other`, a label only).
     pub fn path(self) -> &'static str {
@@ -56,6 +60,7 @@ impl Endpoint {
             Endpoint::GetDataAkkaAsync => "/getDataAkkaAsync",
             Endpoint::GetDataAkkaAsync2 => "/getDataAkkaAsync2",
             Endpoint::GetDataSpawnBlocking => "/getDataSpawnBlocking",
+            Endpoint::Delay => "/delay",
             Endpoint::Metrics => "/metrics",
             Endpoint::Other => "other",
         }
@@ -80,7 +85,7 @@ impl Endpoint {
             Endpoint::GetDataAkkaAsync => Some(7),
             Endpoint::GetDataAkkaAsync2 => Some(8),
             Endpoint::GetDataSpawnBlocking => Some(9),
-            Endpoint::Metrics | Endpoint::Other => None,
+            Endpoint::Delay | Endpoint::Metrics | Endpoint::Other => None,
         }
     }
 
@@ -95,6 +100,7 @@ impl Endpoint {
             Endpoint::GetDataAkkaAsync => "one actor piping a non-blocking read back",
             Endpoint::GetDataAkkaAsync2 => "two asks to the piping actor in sequence",
             Endpoint::GetDataSpawnBlocking => "blocking read on tokio's blocking pool",
+            Endpoint::Delay => "waits ?ms= (default 5 s), then answers; how it waits is the server model's",
             Endpoint::Metrics => "Prometheus metrics",
             Endpoint::Other => "unknown path",
         }

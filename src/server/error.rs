@@ -30,6 +30,17 @@ pub enum AppError {
     /// The handler panicked; the server caught it and is still serving.
     #[error("internal error while handling the request")]
     Panicked,
+    /// The path is an endpoint of another server model.
+    #[error("{path} is not served by --model {model}; --model reactive serves it")]
+    NotInModel {
+        /// The path asked for.
+        path: String,
+        /// The model this server runs.
+        model: super::Model,
+    },
+    /// The `thread` model could not start a thread for the request.
+    #[error("cannot start a thread for this request: {0}")]
+    NoThread(String),
 }
 
 impl AppError {
@@ -37,10 +48,12 @@ impl AppError {
     pub fn status(&self) -> StatusCode {
         match self {
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            AppError::NoSuchPath(_) => StatusCode::NOT_FOUND,
+            AppError::NoSuchPath(_) | AppError::NotInModel { .. } => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Graph(e) | AppError::Ask(AskError::Graph(e)) => graph_status(e),
-            AppError::Ask(AskError::Timeout(_) | AskError::Stopped) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Ask(AskError::Timeout(_) | AskError::Stopped) | AppError::NoThread(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::Ask(AskError::ActorFailed) | AppError::Panicked => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

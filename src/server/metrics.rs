@@ -88,6 +88,16 @@ pub struct Metrics {
     pub spawn_blocking_in_flight: PeakGauge,
     /// Figures of the actor system.
     pub actors: ActorGauges,
+    /// Connections accepted and not yet closed.
+    pub connections_open: PeakGauge,
+    /// Connections accepted since start.
+    pub connections_accepted: AtomicU64,
+    /// Request threads running a handler now (`pool` and `thread` models).
+    pub handler_threads_busy: PeakGauge,
+    /// Requests waiting for a free pool thread (`pool` model).
+    pub handler_queue: PeakGauge,
+    /// Threads started for one request each (`thread` model).
+    pub handler_threads_started: AtomicU64,
 }
 
 /// A request that has started; recording it on drop keeps in-flight honest
@@ -281,6 +291,46 @@ impl Metrics {
             &self.actors.async_reads_in_flight,
         );
 
+        gauge_pair(
+            w,
+            "blocklab_connections_open",
+            "TCP connections the server has accepted and not yet closed, idle keep-alive ones \
+             included. Each costs memory whether or not a request is in flight; with \
+             --max-connections it stops at the limit and further clients wait in the kernel's \
+             accept queue.",
+            &self.connections_open,
+        );
+        help(w, "blocklab_connections_accepted_total", "counter", "Connections accepted since start.");
+        let _ =
+            writeln!(w, "blocklab_connections_accepted_total {}", self.connections_accepted.load(Relaxed));
+        gauge_pair(
+            w,
+            "blocklab_handler_threads_busy",
+            "Request threads running a handler now (models pool and thread; always 0 for reactive \
+             and lean, whose handlers run on the async workers). Under pool, equal to the pool \
+             size means every thread is taken and new requests queue.",
+            &self.handler_threads_busy,
+        );
+        gauge_pair(
+            w,
+            "blocklab_handler_queue_depth",
+            "Requests waiting for a free pool thread (model pool). Above zero, requests wait \
+             before their handler even starts: their latency is queueing, not work.",
+            &self.handler_queue,
+        );
+        help(
+            w,
+            "blocklab_handler_threads_started_total",
+            "counter",
+            "OS threads started for one request each (model thread). Its rate is the rate of \
+             thread creation the model pays for.",
+        );
+        let _ = writeln!(
+            w,
+            "blocklab_handler_threads_started_total {}",
+            self.handler_threads_started.load(Relaxed)
+        );
+
         render_runtimes(w, runtimes);
         render_process(w);
         out
@@ -329,16 +379,28 @@ fn render_process(w: &mut String) {
                 "Highest resident memory of this process since start.",
             ),
         ] {
-            if let Some(kb) = status
-                .lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
+            if let Some(kb) = status_field(&status, field) {
                 help(w, name, "gauge", text);
                 let _ = writeln!(w, "{name} {}", kb * 1024);
             }
         }
+        if let Some(threads) = status_field(&status, "Threads:") {
+            help(
+                w,
+                "process_threads",
+                "gauge",
+                "OS threads of this process now: async workers, pool or request threads, and \
+                 the fixed ones (main, signal, database clients). Each costs its stack and \
+                 allocator state in memory.",
+            );
+            let _ = writeln!(w, "process_threads {threads}");
+        }
     }
+}
+
+/// The number in a `/proc/*/status` line (`VmRSS:   1234 kB`, `Threads:  5`).
+pub fn status_field(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|l| l.strip_prefix(field))?.trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 /// User plus system CPU time of this process, from `/proc/self/stat`.

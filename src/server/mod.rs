@@ -1,18 +1,25 @@
-//! `blocklab serve`: the seed study's endpoints, each one execution model,
-//! over a graph backend.
+//! `blocklab serve`: the seed studies' endpoints over a graph backend, under
+//! one of study 2's server models ([`Model`]).
 //!
-//! The server owns two executors: the HTTP runtime (`--workers` threads, the
-//! request threads) and the actor dispatcher (see [`actors`]). [`serve`] runs
-//! the accept loop on a listener until a shutdown future resolves;
-//! [`RunningServer`] starts a whole server on its own runtime, for tests and
-//! the experiment runner.
+//! The reactive model owns two executors: the HTTP runtime (`--workers`
+//! threads) and the actor dispatcher (see [`actors`]). The pool and thread
+//! models keep the HTTP runtime as their front end and run handlers on OS
+//! threads of their own ([`request_threads`]); the lean model is a server of
+//! its own ([`lean`]). [`run`] serves a model on a listener until a shutdown
+//! future resolves; [`RunningServer`] starts a whole server on its own
+//! runtime, for tests and the experiment runner.
 
+pub mod accept;
 pub mod actors;
 pub mod app;
+pub mod delay;
 pub mod endpoint;
 pub mod error;
 mod handlers;
+pub mod lean;
 pub mod metrics;
+pub mod model;
+pub mod request_threads;
 pub mod runtime;
 
 use std::future::Future;
@@ -27,10 +34,13 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
+use accept::Admission;
 pub use actors::{ActorLimits, ActorSystem};
 pub use app::{AppState, app};
 pub use endpoint::Endpoint;
 use metrics::Metrics;
+pub use model::Model;
+use request_threads::RequestThreads;
 use runtime::{RuntimeProbe, build_runtime};
 
 use crate::graph::{DbSettings, DbUrl, GraphBackend};
@@ -54,6 +64,14 @@ pub struct ServeConfig {
     pub limits: ActorLimits,
     /// How long shutdown waits for in-flight requests before giving up on them.
     pub shutdown_grace: Duration,
+    /// How connections are held and where handlers run.
+    pub model: Model,
+    /// OS threads of the `pool` model.
+    pub threads: usize,
+    /// Connections open at most (`None`: no limit).
+    pub max_connections: Option<usize>,
+    /// The listen backlog: connections the kernel queues before `accept`.
+    pub accept_count: u32,
 }
 
 impl Default for ServeConfig {
@@ -67,6 +85,10 @@ impl Default for ServeConfig {
             actor_threads: actors::POOL_SIZE,
             limits: ActorLimits::default(),
             shutdown_grace: Duration::from_secs(10),
+            model: Model::Reactive,
+            threads: model::DEFAULT_POOL_THREADS,
+            max_connections: None,
+            accept_count: LISTEN_BACKLOG,
         }
     }
 }
@@ -76,20 +98,20 @@ pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Pending connections the kernel may queue before the server accepts them.
-/// With the default of 128, a client opening 200 connections at once (ab, the
-/// bench) sees some SYNs dropped and retried a second later — a 1 s "max
-/// response time" that is the listen queue, not the server. Linux caps it at
-/// `net.core.somaxconn`.
-pub const LISTEN_BACKLOG: i32 = 4096;
+/// Pending connections the kernel may queue before the server accepts them,
+/// unless `--accept-count` says otherwise. With the default of 128, a client
+/// opening 200 connections at once (ab, the bench) sees some SYNs dropped and
+/// retried a second later — a 1 s "max response time" that is the listen
+/// queue, not the server. Linux caps it at `net.core.somaxconn`.
+pub const LISTEN_BACKLOG: u32 = 4096;
 
-/// Binds a listening socket on `addr` with [`LISTEN_BACKLOG`].
-pub fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+/// Binds a listening socket on `addr` with a listen backlog of `backlog`.
+pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(LISTEN_BACKLOG)?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
     Ok(socket.into())
 }
 
@@ -119,26 +141,97 @@ pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphB
     Ok(backend)
 }
 
-/// Builds the handlers' state over `backend`: starts the actor system.
+/// The labels of `blocklab_info` every model shares: the model and its limits.
+pub fn model_info(config: &ServeConfig) -> Vec<(&'static str, String)> {
+    let mut info = vec![
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+        ("model", config.model.to_string()),
+        ("workers", config.workers.to_string()),
+        ("max_connections", config.max_connections.map_or("unlimited".to_string(), |n| n.to_string())),
+        ("accept_count", config.accept_count.to_string()),
+    ];
+    if config.model == Model::Pool {
+        info.push(("threads", config.threads.to_string()));
+    }
+    info
+}
+
+/// Builds the handlers' state over `backend`: starts the actor system (model
+/// reactive) or the request threads (models pool and thread).
 pub async fn build_state(
     config: &ServeConfig,
     backend: Arc<dyn GraphBackend>,
     http: Option<RuntimeProbe>,
 ) -> anyhow::Result<AppState> {
     let metrics = Arc::new(Metrics::default());
-    let actors = ActorSystem::start(backend.clone(), metrics.clone(), config.actor_threads, config.limits)
-        .await
-        .context("starting the actor system")?;
-    let mut info = vec![
-        ("version", env!("CARGO_PKG_VERSION").to_string()),
+    let mut info = model_info(config);
+    info.extend([
         ("db", config.db.to_string()),
         ("db_latency_seconds", config.db_latency.as_secs_f64().to_string()),
         ("nodes", config.nodes.to_string()),
-        ("workers", config.workers.to_string()),
-        ("actor_threads", config.actor_threads.to_string()),
-    ];
+    ]);
+    let (mut actors, mut threads) = (None, None);
+    match config.model {
+        Model::Reactive | Model::Lean => {
+            let system =
+                ActorSystem::start(backend.clone(), metrics.clone(), config.actor_threads, config.limits)
+                    .await
+                    .context("starting the actor system")?;
+            info.push(("actor_threads", config.actor_threads.to_string()));
+            actors = Some(system);
+        }
+        Model::Pool => {
+            let pool = RequestThreads::pool(config.threads, metrics.clone())
+                .with_context(|| format!("starting {} pool threads", config.threads))?;
+            threads = Some(Arc::new(pool));
+        }
+        Model::Thread => threads = Some(Arc::new(RequestThreads::per_request(metrics.clone()))),
+    }
     info.extend(backend.settings());
-    Ok(AppState::new(backend, config.nodes, actors, metrics, http, info))
+    Ok(AppState::new(app::Parts {
+        backend,
+        nodes: config.nodes,
+        model: config.model,
+        actors,
+        threads,
+        metrics,
+        http,
+        info,
+    }))
+}
+
+/// Serves `config.model` on `listener` until `shutdown` resolves. The lean
+/// model needs no database; the others read `backend` or, when it is `None`,
+/// open the one `config` names. `ready` is called once the server accepts.
+pub async fn run(
+    config: &ServeConfig,
+    listener: TcpListener,
+    backend: Option<Arc<dyn GraphBackend>>,
+    http: RuntimeProbe,
+    ready: impl FnOnce(),
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    if config.model == Model::Lean {
+        let server = lean::LeanServer::new(config, http);
+        ready();
+        server.serve(listener, shutdown, config.shutdown_grace).await;
+        return Ok(());
+    }
+    let backend = match backend {
+        Some(backend) => backend,
+        None => open_backend(config).await.context("opening the database")?,
+    };
+    tracing::info!(
+        model = %config.model,
+        db = %backend.describe(),
+        workers = config.workers,
+        "starting"
+    );
+    let state = build_state(config, backend, Some(http)).await?;
+    let admission = Admission::new(config.max_connections, state.metrics().clone());
+    ready();
+    serve(listener, app(state), &admission, shutdown, config.shutdown_grace).await;
+    Ok(())
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then stops
@@ -146,46 +239,34 @@ pub async fn build_state(
 pub async fn serve(
     listener: TcpListener,
     router: axum::Router,
+    admission: &Admission,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
-) -> std::io::Result<()> {
+) {
     let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of file descriptors and the like: the listener is
-                    // still good, so wait a little instead of spinning or dying.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+    admission
+        .accept_until(&listener, shutdown, |stream, peer, ticket| {
+            let service = TowerToHyperService::new(router.clone());
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .keep_alive(true)
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(TokioIo::new(stream), service);
+            let connection = graceful.watch(connection);
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let connection = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .keep_alive(true)
-            .header_read_timeout(Duration::from_secs(30))
-            .serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
+                drop(ticket);
+            });
+        })
+        .await;
     drop(listener);
     tracing::info!("stopped accepting; waiting for open requests");
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
         () = tokio::time::sleep(grace) => tracing::warn!(?grace, "requests still open after the grace period; stopping anyway"),
     }
-    Ok(())
 }
 
 /// A whole server running on its own HTTP runtime, in a thread of its own.
@@ -211,14 +292,14 @@ impl RunningServer {
         let (ready, is_ready) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new().name("blocklab-server".into()).spawn(move || {
             let result = runtime.block_on(async move {
-                let state = build_state(&config, backend, Some(probe)).await?;
                 let listener = TcpListener::from_std(listener)?;
-                let _ = ready.send(());
                 let shutdown = async move {
                     let _ = stopped.await;
                 };
-                serve(listener, app(state), shutdown, config.shutdown_grace).await?;
-                Ok(())
+                let ready = move || {
+                    let _ = ready.send(());
+                };
+                run(&config, listener, Some(backend), probe, ready, shutdown).await
             });
             runtime.shutdown_timeout(Duration::from_secs(1));
             result

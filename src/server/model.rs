@@ -1,0 +1,70 @@
+//! Study 2's server models: how connections are held and on which thread a
+//! request's handler runs. `blocklab serve --model` picks one.
+
+use std::fmt;
+
+/// How the server holds connections and where a request's handler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Model {
+    /// WebFlux on Netty, in Rust's idiomatic stack: tokio + hyper/axum,
+    /// handlers on the async workers; `/delay` awaits a timer.
+    #[default]
+    Reactive,
+    /// The non-blocking model with nothing else: tokio tasks holding no buffer
+    /// while idle, requests parsed with httparse, responses pre-encoded.
+    Lean,
+    /// Spring Web on Tomcat: a fixed pool of OS threads, a request holds one
+    /// for its whole life; `/delay` sleeps its thread.
+    Pool,
+    /// A naive server: a new OS thread per request, no limit, never reused.
+    Thread,
+}
+
+impl Model {
+    /// Every model, in the order the study shows them.
+    pub const ALL: [Model; 4] = [Model::Reactive, Model::Lean, Model::Pool, Model::Thread];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Reactive => "reactive",
+            Model::Lean => "lean",
+            Model::Pool => "pool",
+            Model::Thread => "thread",
+        }
+    }
+
+    /// Whether the request handlers run on OS threads of their own (and
+    /// `/delay` sleeps one), rather than on the async workers.
+    pub fn blocks_threads(self) -> bool {
+        matches!(self, Model::Pool | Model::Thread)
+    }
+
+    /// Connections accepted at most, unless `--max-connections` says
+    /// otherwise: Tomcat's `maxConnections` for `pool`, no limit for the rest.
+    pub fn default_max_connections(self) -> Option<usize> {
+        match self {
+            Model::Pool => Some(8192),
+            _ => None,
+        }
+    }
+
+    /// The listen backlog unless `--accept-count` says otherwise: Tomcat's
+    /// `acceptCount` for `pool`, [`super::LISTEN_BACKLOG`] for the rest.
+    pub fn default_accept_count(self) -> u32 {
+        match self {
+            Model::Pool => 100,
+            _ => super::LISTEN_BACKLOG,
+        }
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Threads of the `pool` model unless `--threads` says otherwise: Tomcat's
+/// and Spring Boot's `maxThreads`.
+pub const DEFAULT_POOL_THREADS: usize = 200;
