@@ -3,86 +3,44 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn blocklab() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_blocklab"));
-    cmd.env("RUST_LOG", "warn");
-    cmd
-}
-
-/// Starts `blocklab serve` with `args` on port 0 and returns it with its address.
-fn start_serve(args: &[&str]) -> (Child, SocketAddr) {
-    let mut child = blocklab()
-        .args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("got {line:?}"));
-    let addr: SocketAddr = addr.parse().unwrap();
-    assert_ne!(addr.port(), 0);
-    (child, addr)
-}
-
-fn sigterm(child: &Child) {
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-}
-
-/// Waits for the child to exit (at most `limit`) and returns its exit code.
-fn exit_within(child: &mut Child, limit: Duration) -> Option<i32> {
-    let started = Instant::now();
-    loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            return exit.code();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            panic!("serve did not exit within {limit:?} of SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use common::{Listening, blocklab};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_prints_its_address_answers_and_stops_on_sigterm() {
-    let (mut child, addr) = start_serve(&["--db-latency", "1ms"]);
+    let mut server = Listening::serve(&["--db-latency", "1ms"]);
+    let addr = server.addr;
     assert_eq!(common::get(addr, "/test").await.body, "works");
     let reply = common::get(addr, "/getDataAkka?id=77").await;
     assert_eq!(reply.json()["code"], "test.lp.content.77");
 
-    sigterm(&child);
-    assert_eq!(exit_within(&mut child, Duration::from_secs(10)), Some(0));
+    server.sigterm();
+    assert_eq!(server.exit_within(Duration::from_secs(10)), Some(0));
     assert!(std::net::TcpStream::connect(addr).is_err(), "still accepting after exit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_in_flight_requests_finish() {
-    let (mut child, addr) = start_serve(&["--db-latency", "400ms"]);
+    let mut server = Listening::serve(&["--db-latency", "400ms"]);
+    let addr = server.addr;
     let in_flight = tokio::spawn(common::get_concurrently(addr, "/getDataAsync?id=5", 3));
     tokio::time::sleep(Duration::from_millis(150)).await;
-    sigterm(&child);
+    server.sigterm();
     let (replies, _) = in_flight.await.unwrap();
     assert!(replies.iter().all(|r| r.status == 200), "in-flight requests were cut off");
-    assert_eq!(exit_within(&mut child, Duration::from_secs(10)), Some(0));
+    assert_eq!(server.exit_within(Duration::from_secs(10)), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_waits_a_bounded_time_for_slow_requests() {
-    let (mut child, addr) = start_serve(&["--db-latency", "30s", "--shutdown-timeout", "200ms"]);
+    let mut server = Listening::serve(&["--db-latency", "30s", "--shutdown-timeout", "200ms"]);
+    let addr = server.addr;
     let _stuck = tokio::spawn(common::try_get(addr, "/getDataAsync?id=5"));
     tokio::time::sleep(Duration::from_millis(150)).await;
     let started = Instant::now();
-    sigterm(&child);
-    assert_eq!(exit_within(&mut child, Duration::from_secs(5)), Some(0));
+    server.sigterm();
+    assert_eq!(server.exit_within(Duration::from_secs(5)), Some(0));
     assert!(started.elapsed() < Duration::from_secs(4), "shutdown took {:?}", started.elapsed());
 }
 

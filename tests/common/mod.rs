@@ -216,3 +216,161 @@ pub fn output_within(command: &mut std::process::Command, limit: Duration) -> st
     };
     std::process::Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
 }
+
+/// The `blocklab` binary under test, logging warnings only.
+pub fn blocklab() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_blocklab"));
+    cmd.env("RUST_LOG", "warn");
+    cmd
+}
+
+/// A server process that printed `listening on http://ADDR`; killed on drop,
+/// so a failing test leaves nothing behind.
+pub struct Listening {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl Listening {
+    /// Starts `command` and waits (at most 60 s) for its `listening on` line.
+    pub fn start(mut command: std::process::Command) -> Listening {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (line_tx, line_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut stdout = std::io::BufReader::new(stdout);
+            let mut line = String::new();
+            let _ = stdout.read_line(&mut line);
+            let _ = line_tx.send(line);
+            // Keep draining, so the child never blocks on a full pipe.
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        });
+        let line = match line_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => line,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no 'listening on' line within 60 s from {command:?}");
+            }
+        };
+        let Some(addr) = line.trim().strip_prefix("listening on http://") else {
+            let _ = child.kill();
+            panic!("{command:?} printed {line:?}");
+        };
+        let addr: SocketAddr = addr.parse().unwrap();
+        assert_ne!(addr.port(), 0);
+        Listening { child, addr }
+    }
+
+    /// `blocklab serve` on port 0 with a small dataset and `args`.
+    pub fn serve(args: &[&str]) -> Listening {
+        let mut command = blocklab();
+        command.args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100"]).args(args);
+        Listening::start(command)
+    }
+
+    /// The process's OS threads now, from /proc.
+    pub fn threads(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        blocklab::server::metrics::status_field(&status, "Threads:").unwrap()
+    }
+
+    /// Sends SIGTERM.
+    pub fn sigterm(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit (at most `limit`) and returns its exit code.
+    pub fn exit_within(&mut self, limit: Duration) -> Option<i32> {
+        let started = Instant::now();
+        loop {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                return exit.code();
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Samples a process's OS thread count every 10 ms until dropped; `peak`
+/// is the highest seen.
+pub struct ThreadSampler {
+    peak: Arc<std::sync::atomic::AtomicU64>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ThreadSampler {
+    pub fn start(pid: u32) -> ThreadSampler {
+        use std::sync::atomic::Ordering::Relaxed;
+        let peak = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (p, s) = (peak.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Relaxed) {
+                if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+                    if let Some(n) = blocklab::server::metrics::status_field(&status, "Threads:") {
+                        p.fetch_max(n, Relaxed);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        ThreadSampler { peak, stop, thread: Some(thread) }
+    }
+
+    /// Stops sampling and returns the peak.
+    pub fn peak(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Sends raw bytes on a new blocking connection and reads until the server
+/// closes it or `wait` passes without a byte; returns what came back.
+pub fn raw_exchange(addr: SocketAddr, bytes: &[u8], wait: Duration) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let _ = stream.write_all(bytes);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// The value of the sample `name` (exact, labels included) in a Prometheus text.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no sample {name} in:\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}

@@ -1,0 +1,125 @@
+//! The lean model's HTTP/1.x over a real socket: keep-alive, HTTP/1.0,
+//! pipelining, HEAD, and every kind of bad or slow client answered correctly
+//! or closed cleanly, with the server still serving afterwards. A property
+//! test sends arbitrary bytes.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use common::{Listening, raw_exchange};
+use proptest::prelude::*;
+
+const WAIT: Duration = Duration::from_millis(700);
+
+fn lean() -> Listening {
+    Listening::serve(&["--model", "lean", "--workers", "1"])
+}
+
+fn still_serves(addr: SocketAddr) {
+    let got = raw_exchange(addr, b"GET /test HTTP/1.1\r\nConnection: close\r\n\r\n", Duration::from_secs(10));
+    assert!(got.starts_with("HTTP/1.1 200 OK") && got.ends_with("works"), "after that, /test got {got:?}");
+}
+
+#[test]
+fn keep_alive_http10_pipelining_and_head() {
+    let server = lean();
+    // HTTP/1.1 keep-alive: two requests, one connection, still open after.
+    let got = raw_exchange(server.addr, b"GET /test HTTP/1.1\r\n\r\nGET /delay?ms=1 HTTP/1.1\r\n\r\n", WAIT);
+    assert_eq!(got.matches("HTTP/1.1 200 OK").count(), 2, "{got}");
+    assert!(!got.contains("connection: close"), "{got}");
+    // Pipelined, answered in order although the first waits longest.
+    let got = raw_exchange(
+        server.addr,
+        b"GET /delay?ms=150 HTTP/1.1\r\n\r\nGET /test HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    let (first, second, third) = (
+        got.find("{\"success\":true}").unwrap(),
+        got.find("works").unwrap(),
+        got.find("404 Not Found").unwrap(),
+    );
+    assert!(first < second && second < third, "out of order: {got}");
+    assert!(got.ends_with("\"}") && got.contains("connection: close"), "{got}");
+    // HTTP/1.0: closed after the answer unless keep-alive is asked.
+    let got = raw_exchange(server.addr, b"GET /test HTTP/1.0\r\n\r\n", Duration::from_secs(5));
+    assert!(got.contains("connection: close") && got.ends_with("works"), "{got}");
+    let got = raw_exchange(server.addr, b"GET /test HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", WAIT);
+    assert!(got.contains("connection: keep-alive") && got.ends_with("works"), "{got}");
+    // HEAD: the headers of GET, no body.
+    let got = raw_exchange(server.addr, b"HEAD /delay?ms=0 HTTP/1.1\r\nConnection: close\r\n\r\n", WAIT);
+    assert!(got.contains("content-length: 16") && got.ends_with("\r\n\r\n"), "{got:?}");
+}
+
+#[test]
+fn bad_requests_get_the_right_status_and_a_clean_close() {
+    let server = lean();
+    for (request, status) in [
+        (b"BLAH\r\n\r\n".to_vec(), "400 Bad Request"),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(), "400 Bad Request"),
+        (b"GET /test HTTP/2.0\r\n\r\n".to_vec(), "505 HTTP Version Not Supported"),
+        (b"POST /delay HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".to_vec(), "413 Content Too Large"),
+        ([b"GET /test HTTP/1.1\r\nX-Big: ".as_slice(), &[b'a'; 20_000], b"\r\n\r\n"].concat(), "431"),
+    ] {
+        let got = raw_exchange(server.addr, &request, Duration::from_secs(5));
+        assert!(got.starts_with(&format!("HTTP/1.1 {status}")), "{request:?}: {got:?}");
+        assert!(got.contains("connection: close"), "{got}");
+    }
+    let got = raw_exchange(server.addr, b"PUT /test HTTP/1.1\r\nConnection: close\r\n\r\n", WAIT);
+    assert!(got.starts_with("HTTP/1.1 405") && got.contains("allow: GET, HEAD"), "{got}");
+    still_serves(server.addr);
+}
+
+#[test]
+fn a_slow_client_is_served_and_a_vanishing_one_costs_nothing() {
+    let server = lean();
+    let mut slow = TcpStream::connect(server.addr).unwrap();
+    for part in [&b"GET /te"[..], b"st HTTP/1.1\r\nHo", b"st: x\r\nConnection: close\r\n", b"\r\n"] {
+        slow.write_all(part).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut got = String::new();
+    slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    slow.read_to_string(&mut got).unwrap();
+    assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("works"), "{got}");
+
+    // Gone mid-head, and gone while its /delay waits.
+    let mut gone = TcpStream::connect(server.addr).unwrap();
+    gone.write_all(b"GET /delay?ms=10 HTTP/1.1\r\nHo").unwrap();
+    drop(gone);
+    let mut gone = TcpStream::connect(server.addr).unwrap();
+    gone.write_all(b"GET /delay?ms=100 HTTP/1.1\r\n\r\n").unwrap();
+    drop(gone);
+    std::thread::sleep(Duration::from_millis(200));
+    still_serves(server.addr);
+    let metrics = raw_exchange(server.addr, b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", WAIT);
+    assert!(metrics.contains("blocklab_connections_open 1\n"), "connections leaked:\n{metrics}");
+}
+
+/// Any bytes, in any split, after a valid request line or not: the server
+/// answers or closes, and goes on serving.
+#[test]
+fn arbitrary_bytes_never_break_the_server() {
+    use proptest::test_runner::{Config, TestRunner};
+    let server = lean();
+    let strategy = (prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..4), any::<bool>());
+    let mut runner = TestRunner::new(Config { cases: 48, ..Config::default() });
+    let result = runner.run(&strategy, |(chunks, valid_prefix)| {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        if valid_prefix {
+            let _ = stream.write_all(b"GET /test HTTP/1.1\r\n");
+        }
+        for chunk in &chunks {
+            let _ = stream.write_all(chunk);
+        }
+        let mut buf = [0u8; 4096];
+        let _ = stream.read(&mut buf);
+        drop(stream);
+        still_serves(server.addr);
+        Ok(())
+    });
+    result.unwrap();
+}
