@@ -326,10 +326,10 @@ impl ThreadSampler {
         let (p, s) = (peak.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
             while !s.load(Relaxed) {
-                if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-                    if let Some(n) = blocklab::server::metrics::status_field(&status, "Threads:") {
-                        p.fetch_max(n, Relaxed);
-                    }
+                if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    && let Some(n) = blocklab::server::metrics::status_field(&status, "Threads:")
+                {
+                    p.fetch_max(n, Relaxed);
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
