@@ -162,6 +162,7 @@ def memory_part(args):
             extra += ["--threads", str(args.n + 10)]
         server = Server(model, args.server_cpu, extra)
         loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
         try:
             idle = settle(server.cgroup)
             threads_idle = server.threads()
@@ -200,8 +201,7 @@ def concurrent_part(args):
         if target in JVM_PEERS and subprocess.run([PEERS, "check", target], capture_output=True).returncode != 0:
             print(f"| {target} | not built: run scripts/peers install && scripts/peers build | | | | |")
             continue
-        extra = [] if target in JVM_PEERS else ["--max-connections", str(args.n + 100)] if target == "pool" else []
-        server = Server(target, args.server_cpu, extra)
+        server = Server(target, args.server_cpu)
         peak_threads = [server.threads()]
         done = threading.Event()
 
@@ -213,6 +213,7 @@ def concurrent_part(args):
         sampler = threading.Thread(target=sample)
         sampler.start()
         loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
         try:
             conns = loop.run_until_complete(open_connections(server.host, server.port, args.n))
             started = time.monotonic()
