@@ -16,7 +16,10 @@ Part `concurrent` (every model, and the JVM peers when built): N connections
 opened first, then one /delay (5 s) sent on each at the same moment, as N
 JMeter threads do; prints the time until the last answer, answers that were
 200, the cgroup's peak memory (memory.max_usage_in_bytes) and the peak OS
-threads (sampled every 50 ms).
+threads and charged memory less page cache (both sampled every 50 ms). Page
+cache (the binary's pages, the JVM's jars) is charged to whichever cgroup first
+reads it and is reclaimed before an OOM kill, so the figures without it are
+the ones that compare.
 
     bench/study2-models.py                       # both parts, N=1000
     bench/study2-models.py --part memory -n 2000
@@ -69,6 +72,18 @@ class Cgroup:
 
     def peak(self):
         return int(self.read("memory.max_usage_in_bytes"))
+
+    def cache(self):
+        for line in self.read("memory.stat").splitlines():
+            name, value = line.split()
+            if name == "cache":
+                return int(value)
+        return 0
+
+    def without_cache(self):
+        """Charged memory less the page cache (the binary's and the jars'
+        pages), which the kernel reclaims before it OOM-kills."""
+        return self.usage() - self.cache()
 
     def join(self):
         """For preexec_fn: moves the calling (child) process into the cgroup."""
@@ -149,11 +164,11 @@ async def request(conn, path):
 
 def settle(cgroup, seconds=1.0):
     time.sleep(seconds)
-    return cgroup.usage()
+    return cgroup.without_cache()
 
 
 def memory_part(args):
-    print(f"\n## Memory per connection and per thread (N = {args.n}; cgroup v1 usage_in_bytes)\n")
+    print(f"\n## Memory per connection and per thread (N = {args.n}; cgroup v1 usage_in_bytes less page cache)\n")
     print("| model | idle MiB | threads idle | B per idle conn | B per conn in flight | threads in flight |")
     print("|---|---|---|---|---|---|")
     for model in RUST_MODELS:
@@ -195,19 +210,21 @@ def memory_part(args):
 
 def concurrent_part(args):
     print(f"\n## {args.n} concurrent /delay (5 s), each on its own connection, sent at once\n")
-    print("| target | answered 200 | other | last answer s | peak MiB (cgroup) | peak threads |")
-    print("|---|---|---|---|---|---|")
+    print("| target | answered 200 | other | last answer s | peak MiB (cgroup) | peak MiB less page cache | peak threads |")
+    print("|---|---|---|---|---|---|---|")
     for target in args.targets:
         if target in JVM_PEERS and subprocess.run([PEERS, "check", target], capture_output=True).returncode != 0:
-            print(f"| {target} | not built: run scripts/peers install && scripts/peers build | | | | |")
+            print(f"| {target} | not built: run scripts/peers install && scripts/peers build | | | | | |")
             continue
         server = Server(target, args.server_cpu)
         peak_threads = [server.threads()]
+        peak_anon = [server.cgroup.without_cache()]
         done = threading.Event()
 
         def sample():
             while not done.is_set():
                 peak_threads.append(server.threads())
+                peak_anon.append(server.cgroup.without_cache())
                 time.sleep(0.05)
 
         sampler = threading.Thread(target=sample)
@@ -230,7 +247,7 @@ def concurrent_part(args):
                 w.close()
             ok = sum(1 for s in statuses if s == 200)
             print(f"| {target} | {ok} | {len(statuses) - ok} | {took:.2f} | "
-                  f"{server.cgroup.peak() / 2**20:.1f} | {max(peak_threads)} |")
+                  f"{server.cgroup.peak() / 2**20:.1f} | {max(peak_anon) / 2**20:.1f} | {max(peak_threads)} |")
         finally:
             done.set()
             sampler.join()
