@@ -41,6 +41,174 @@ pub enum Command {
     /// Reproduce the seed study: a fresh server per API, repeated loads, its table, charts and an HTML report.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(BenchArgs),
+    /// Study 2: step up concurrent slow requests against server models, JVM peers or a URL, each in a
+    /// memory-capped cgroup, and see where and how each one breaks.
+    #[command(after_help = SWEEP_EXAMPLES)]
+    Sweep(SweepArgs),
+}
+
+const SWEEP_EXAMPLES: &str = "\
+Each level N: N connections opened first, then one GET /delay sent on every one at once.
+After each level: is the target alive, was it OOM-killed, does /test answer within 2 s?
+A target that died is reported with how and where; its later levels are not run.
+
+Examples:
+  blocklab sweep                                  # all six targets, the seed's levels, 50 MiB cap
+  blocklab sweep --quick                          # three levels, 1 s delay: about a minute
+  blocklab sweep --targets lean,reactive --levels 1000,5000,10000
+  blocklab sweep --targets tomcat,netty --jvm-memory 256MiB
+  blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
+
+Run as root for the memory cap (a child cgroup of the sweep's own); without one, a warning
+and an uncapped run. The JVM peers need: scripts/peers install && scripts/peers build.";
+
+/// Flags of `blocklab sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Targets, comma-separated: reactive, lean, pool, thread (blocklab serve --model), tomcat, netty.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub targets: Option<Vec<String>>,
+
+    /// Concurrent requests per step, comma-separated, ascending [default: 100,200,400,600,700,800,1000,2000,5000,10000].
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=60_000), value_name = "LIST")]
+    pub levels: Option<Vec<u32>>,
+
+    /// The wait of each /delay request [default: 5s; 1s with --quick].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub delay: Option<Duration>,
+
+    /// Memory cap of each Rust target's whole process (e.g. 50MiB, 1GiB).
+    #[arg(long, default_value = "50MiB", value_parser = parse_size, value_name = "SIZE")]
+    pub memory: u64,
+
+    /// Memory cap of each JVM peer's whole process [default: none; the heap is capped at -Xmx50M, as the seed].
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub jvm_memory: Option<u64>,
+
+    /// Limit for one request, connect included.
+    #[arg(long, default_value = "60s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub timeout: Duration,
+
+    /// Three levels (100, 500, 1000) and a 1 s delay: about a minute for all targets.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Output folder [default: results/sweep-<timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+
+    /// Sweep a running service instead: each request is GET URL (no process managed, no cap).
+    #[arg(long, value_name = "URL", conflicts_with = "targets")]
+    pub url: Option<String>,
+
+    /// Do not use cgroups: run every target uncapped (memory is then not measured).
+    #[arg(long)]
+    pub no_cgroup: bool,
+}
+
+impl SweepArgs {
+    /// The validated plan (the output folder is not created here).
+    pub fn plan(&self) -> Result<crate::sweep::SweepPlan, String> {
+        use crate::sweep::{QUICK_LEVELS, Target};
+        let targets = match (&self.url, &self.targets) {
+            (Some(url), _) => vec![url_target(url)?],
+            (None, Some(names)) => names.iter().map(|n| Target::parse(n)).collect::<Result<Vec<_>, _>>()?,
+            (None, None) => crate::sweep::default_targets(),
+        };
+        if targets.is_empty() {
+            return Err("--targets is empty".to_string());
+        }
+        let levels: Vec<usize> = match &self.levels {
+            Some(levels) => levels.iter().map(|l| *l as usize).collect(),
+            None if self.quick => QUICK_LEVELS.to_vec(),
+            None => crate::sweep::DEFAULT_LEVELS.to_vec(),
+        };
+        if levels.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("--levels must be ascending, e.g. 100,200,400".to_string());
+        }
+        let delay =
+            self.delay.unwrap_or(if self.quick { Duration::from_secs(1) } else { Duration::from_secs(5) });
+        if delay > Duration::from_millis(crate::server::delay::MAX_MS) {
+            return Err(format!("--delay is at most {} ms", crate::server::delay::MAX_MS));
+        }
+        if delay >= self.timeout && self.url.is_none() {
+            return Err(format!(
+                "--timeout ({:?}) must be longer than --delay ({delay:?}), or every request times out",
+                self.timeout
+            ));
+        }
+        let out = self.out.clone().unwrap_or_else(|| {
+            let stamp =
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
+            std::path::PathBuf::from("results").join(format!("sweep-{stamp}"))
+        });
+        let exe = std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(
+            || std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}")),
+            |exe| Ok(std::path::PathBuf::from(exe)),
+        )?;
+        let peers = std::env::var_os("BLOCKLAB_PEERS").map_or_else(
+            || std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers")),
+            std::path::PathBuf::from,
+        );
+        Ok(crate::sweep::SweepPlan {
+            targets,
+            levels,
+            delay,
+            memory: self.memory,
+            jvm_memory: self.jvm_memory,
+            timeout: self.timeout,
+            out,
+            exe,
+            peers,
+            placement: crate::experiment::placement::Placement::detect(),
+            use_cgroups: !self.no_cgroup,
+        })
+    }
+}
+
+/// A `--url` target: http://HOST:PORT/PATH, resolved now.
+fn url_target(url: &str) -> Result<crate::sweep::Target, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("--url takes http://HOST:PORT/PATH, got '{url}'"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let with_port = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
+        .map_err(|e| format!("--url: cannot resolve '{authority}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("--url: '{authority}' resolves to no address"))?;
+    Ok(crate::sweep::Target::Url {
+        url: url.to_string(),
+        addr,
+        host: authority.to_string(),
+        path: path.to_string(),
+    })
+}
+
+/// Parses `50MiB`, `512KiB`, `1GiB`, `50MB` (10^6), or a number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number.parse().map_err(|_| format!("'{s}' is not a size (e.g. 50MiB)"))?;
+    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        other => return Err(format!("unknown unit '{other}' in '{s}' (B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    let bytes = number * factor;
+    if bytes < 1024.0 * 1024.0 {
+        return Err(format!("'{s}' is below 1 MiB: no server starts in that"));
+    }
+    Ok(bytes as u64)
 }
 
 const SEED_EXAMPLES: &str = "\

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::ProgressBar;
 
-use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs};
+use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs, SweepArgs};
 use crate::graph::DbUrl;
 use crate::load::report::LoadReport;
 use crate::server::{self, runtime::build_runtime};
@@ -49,7 +49,43 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Load(args) => load(&args),
         Command::Bench(args) => bench(&args),
         Command::Seed(args) => seed(&args),
+        Command::Sweep(args) => sweep(&args),
     }
+}
+
+/// `blocklab sweep`: study 2 over its targets; writes results.md, .json and
+/// .csv into the output folder; partial results and exit 130 on SIGINT.
+fn sweep(args: &SweepArgs) -> Result<(), Failure> {
+    let plan = args.plan().map_err(Failure::Usage)?;
+    // Created (and proven writable) before any target starts.
+    std::fs::create_dir_all(&plan.out)
+        .and_then(|()| std::fs::write(plan.out.join(".blocklab-sweep"), b""))
+        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", plan.out.display())))?;
+    let _ = std::fs::remove_file(plan.out.join(".blocklab-sweep"));
+    if let Some(limit) = crate::harness::raise_nofile() {
+        tracing::debug!(limit, "descriptors");
+    }
+    if plan.placement.pinned && !plan.placement.shared {
+        crate::harness::pin_self(&crate::experiment::placement::list(&plan.placement.load_cpus));
+    }
+    let names: Vec<String> = plan.targets.iter().map(crate::sweep::Target::name).collect();
+    eprintln!(
+        "sweep: {} at levels {:?}, /delay {} ms; writing to {}",
+        names.join(", "),
+        plan.levels,
+        plan.delay.as_millis(),
+        plan.out.display()
+    );
+    let interrupt = Arc::new(AtomicBool::new(false));
+    watch_for_interrupt(interrupt.clone());
+    let results = crate::sweep::run(&plan, &interrupt)?;
+    let written = crate::sweep::report::write_all(&results, &plan.out)?;
+    print!("{}", crate::sweep::report::markdown(&results));
+    println!("\nwall time {:.0} s; {} files in {}", results.wall_s, written.len(), plan.out.display());
+    if results.interrupted {
+        return Err(Failure::Interrupted);
+    }
+    Ok(())
 }
 
 /// `blocklab seed`: the dataset and its index, into a networked database.

@@ -18,6 +18,10 @@
 //! * [`experiment`] — `blocklab bench`: the seed study end to end (fresh
 //!   server process per API, pinned CPUs, repeated loads, `/metrics` sampled).
 //! * [`report`] — the bench's outputs: Markdown, JSON, CSV, SVG charts, HTML.
+//! * [`harness`] — what both studies need from the machine: memory-capped
+//!   cgroups, the descriptor limit, CPU pinning.
+//! * [`sweep`] — `blocklab sweep`: study 2, concurrency steps under a memory
+//!   cap, death detected.
 //! * [`command`] — what each subcommand does, and how failures become exit codes.
 //!
 //! The binary (`src/main.rs`) only parses the command line and calls
@@ -27,6 +31,8 @@ pub mod cli;
 pub mod command;
 pub mod experiment;
 pub mod graph;
+pub mod harness;
 pub mod load;
 pub mod report;
 pub mod server;
+pub mod sweep;

@@ -44,15 +44,24 @@ impl ServerProcess {
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        Self::spawn(command, ready_within)
+    }
+
+    /// Starts any server `command` that prints `listening on http://ADDR`
+    /// once it accepts (a `blocklab serve`, a JVM peer, a wrapper), and waits
+    /// up to `ready_within` for that line.
+    pub fn spawn(mut command: Command, ready_within: Duration) -> Result<Self, String> {
+        let program = command.get_program().to_string_lossy().into_owned();
+        command
             .env("RUST_LOG", "warn")
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Its own process group: a ctrl-c at the terminal reaches the runner,
             // which stops the server itself, in order.
             .process_group(0);
-        let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let mut child = command.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
         if let Some(err) = child.stderr.take() {
             let tail = stderr.clone();

@@ -1,0 +1,37 @@
+//! What both studies' runners need from the machine, whatever the study:
+//! a memory-capped cgroup per target ([`cgroup`]), the descriptor limit
+//! raised, and the runner pinned to its CPUs.
+
+pub mod cgroup;
+
+use std::process::Command;
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit, so that
+/// thousands of connections fit; children inherit it. Uses util-linux's
+/// `prlimit` on our own pid. Returns the soft limit now in force.
+pub fn raise_nofile() -> Option<u64> {
+    let pid = std::process::id().to_string();
+    let read = |column: &str| -> Option<u64> {
+        let out = Command::new("prlimit")
+            .args(["--pid", &pid, "--nofile", "--raw", "--noheadings", "--output", column])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    let (soft, hard) = (read("SOFT")?, read("HARD")?);
+    if soft < hard {
+        let set = Command::new("prlimit").args(["--pid", &pid, &format!("--nofile={hard}:{hard}")]).status();
+        tracing::debug!(soft, hard, raised = set.is_ok_and(|s| s.success()), "RLIMIT_NOFILE");
+    }
+    read("SOFT")
+}
+
+/// Pins every thread of this process to `cpus` (a taskset list such as
+/// "1" or "0-3"); threads started later inherit it.
+pub fn pin_self(cpus: &str) -> bool {
+    Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &std::process::id().to_string()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -1,0 +1,545 @@
+//! `blocklab sweep`: study 2, the robustness study. Each target (a server
+//! model, a JVM peer, or any URL) gets a fresh process in a memory-capped
+//! cgroup of its own, pinned apart from the load; the number of concurrent
+//! slow requests is stepped up; after each step the target is checked for
+//! life (process, OOM kills, `/test`), and a target that died is recorded
+//! with how and where, its remaining levels not run.
+
+pub mod report;
+pub mod step;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use crate::experiment::placement::{self, Placement};
+use crate::experiment::server_process::ServerProcess;
+use crate::harness::cgroup::MemoryCgroup;
+use crate::server::Model;
+use step::StepLoad;
+
+/// The seed's levels of concurrency, and blocklab's beyond them.
+pub const DEFAULT_LEVELS: [usize; 10] = [100, 200, 400, 600, 700, 800, 1000, 2000, 5000, 10_000];
+/// `--quick`: three levels.
+pub const QUICK_LEVELS: [usize; 3] = [100, 500, 1000];
+/// The JVM peers' options, the seed's heap.
+pub const JVM_OPTS: &str = "-Xms25M -Xmx50M";
+
+/// What is swept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `blocklab serve --model M`.
+    Model(Model),
+    /// The embedded Tomcat peer (`scripts/peers run tomcat`).
+    Tomcat,
+    /// The Netty peer (`scripts/peers run netty`).
+    Netty,
+    /// A running service, not managed: no cap, death seen by the probe only.
+    Url {
+        /// The URL as given.
+        url: String,
+        /// Where it listens.
+        addr: SocketAddr,
+        /// Its `Host` header.
+        host: String,
+        /// Path and query of each request.
+        path: String,
+    },
+}
+
+impl Target {
+    /// Its name in the outputs.
+    pub fn name(&self) -> String {
+        match self {
+            Target::Model(m) => m.to_string(),
+            Target::Tomcat => "tomcat".to_string(),
+            Target::Netty => "netty".to_string(),
+            Target::Url { url, .. } => url.clone(),
+        }
+    }
+
+    /// Parses a `--targets` entry.
+    pub fn parse(name: &str) -> Result<Target, String> {
+        match name.trim() {
+            "tomcat" => Ok(Target::Tomcat),
+            "netty" => Ok(Target::Netty),
+            other => Model::ALL.into_iter().find(|m| m.name() == other).map(Target::Model).ok_or_else(|| {
+                format!("unknown target '{other}' (reactive, lean, pool, thread, tomcat, netty)")
+            }),
+        }
+    }
+
+    fn is_jvm(&self) -> bool {
+        matches!(self, Target::Tomcat | Target::Netty)
+    }
+}
+
+/// Every target by default.
+pub fn default_targets() -> Vec<Target> {
+    let mut targets: Vec<Target> = Model::ALL.into_iter().map(Target::Model).collect();
+    targets.extend([Target::Tomcat, Target::Netty]);
+    targets
+}
+
+/// A validated sweep.
+#[derive(Debug, Clone)]
+pub struct SweepPlan {
+    /// What is swept, in order.
+    pub targets: Vec<Target>,
+    /// Concurrent requests per step, ascending.
+    pub levels: Vec<usize>,
+    /// The `/delay` each request asks for.
+    pub delay: Duration,
+    /// Cap of a Rust target's whole process, in bytes.
+    pub memory: u64,
+    /// Cap of a JVM peer's whole process (`None`: only the heap is capped, as the seed).
+    pub jvm_memory: Option<u64>,
+    /// Limit for one request, connect included.
+    pub timeout: Duration,
+    /// Output folder.
+    pub out: PathBuf,
+    /// The `blocklab` binary the Rust targets run.
+    pub exe: PathBuf,
+    /// The `scripts/peers` script the JVM targets run.
+    pub peers: PathBuf,
+    /// CPUs of the targets and of the load.
+    pub placement: Placement,
+    /// False: run uncapped without trying cgroups (`--no-cgroup`).
+    pub use_cgroups: bool,
+}
+
+/// How a target stopped answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeathKind {
+    /// The kernel's OOM killer killed it (its cgroup counted the kill).
+    OomKilled,
+    /// It exited by itself (or by a signal other than an OOM kill).
+    Exited,
+    /// Alive, but `/test` did not answer within 2 s.
+    Unresponsive,
+    /// It never started.
+    DidNotStart,
+}
+
+impl DeathKind {
+    /// Words for the reports.
+    pub fn words(self) -> &'static str {
+        match self {
+            DeathKind::OomKilled => "OOM-killed",
+            DeathKind::Exited => "exited",
+            DeathKind::Unresponsive => "alive but no longer answering",
+            DeathKind::DidNotStart => "did not start",
+        }
+    }
+}
+
+/// Where and how a target died.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Death {
+    /// The level during or after which it died (0: at start).
+    pub level: usize,
+    /// How.
+    pub how: DeathKind,
+    /// The detail: exit status, stderr tail, probe error.
+    pub detail: String,
+}
+
+/// Whether a step ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// It ran.
+    Run,
+    /// Not run: the target was down.
+    NotRunDown,
+    /// Not run: the sweep was interrupted.
+    NotRunInterrupted,
+}
+
+/// One level of one target.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Step {
+    /// Concurrent requests.
+    pub level: usize,
+    /// Whether it ran.
+    pub status: StepStatus,
+    /// What the load side saw (when run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<StepLoad>,
+    /// 2xx within the timeout, over the level.
+    pub success_rate: Option<f64>,
+    /// Response times of the 2xx answers, ms.
+    pub min_ms: Option<f64>,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Slowest.
+    pub max_ms: Option<f64>,
+    /// The target's peak charged memory during the step, page cache excluded, bytes (sampled every 50 ms).
+    pub peak_memory_bytes: Option<u64>,
+    /// The cgroup's own peak (page cache included), bytes.
+    pub cgroup_peak_bytes: Option<u64>,
+    /// The target's peak OS threads during the step (sampled every 50 ms).
+    pub peak_threads: Option<u64>,
+    /// Whether the target was alive and answering after the step.
+    pub alive_after: Option<bool>,
+}
+
+impl Step {
+    fn not_run(level: usize, status: StepStatus) -> Step {
+        Step {
+            level,
+            status,
+            load: None,
+            success_rate: None,
+            min_ms: None,
+            p50_ms: None,
+            p99_ms: None,
+            max_ms: None,
+            peak_memory_bytes: None,
+            cgroup_peak_bytes: None,
+            peak_threads: None,
+            alive_after: None,
+        }
+    }
+}
+
+/// One target's sweep.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TargetResult {
+    /// Its name.
+    pub name: String,
+    /// The command that started it (none for `--url`).
+    pub command: Option<String>,
+    /// The memory cap applied, bytes (`None`: uncapped).
+    pub cap_bytes: Option<u64>,
+    /// How the cap was applied, or why not.
+    pub cap: String,
+    /// Its steps, one per level.
+    pub steps: Vec<Step>,
+    /// Where and how it died, if it did.
+    pub died: Option<Death>,
+    /// The highest level answered 100 % within the timeout.
+    pub highest_full_success: Option<usize>,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SweepResults {
+    /// The format of this document.
+    pub schema: &'static str,
+    /// When it started (RFC 3339).
+    pub started: String,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Stopped by SIGINT/SIGTERM before the end.
+    pub interrupted: bool,
+    /// The `/delay` of every request, ms.
+    pub delay_ms: u64,
+    /// The per-request limit, ms.
+    pub timeout_ms: u64,
+    /// The levels.
+    pub levels: Vec<usize>,
+    /// CPUs of the targets and of the load.
+    pub placement: Placement,
+    /// The JVM peers' options.
+    pub jvm_opts: String,
+    /// The Rust targets' allocator and its settings.
+    pub allocator: String,
+    /// Things the reader must know (no cap, shared CPUs, peers not built).
+    pub warnings: Vec<String>,
+    /// Per target.
+    pub targets: Vec<TargetResult>,
+}
+
+/// Runs the sweep; `interrupt` set (SIGINT) stops it between and within steps.
+pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResults> {
+    let started_at = Instant::now();
+    let mut warnings: Vec<String> = plan.placement.warning().into_iter().collect();
+    if !plan.use_cgroups {
+        warnings
+            .push("cgroups off (--no-cgroup): targets run uncapped and their memory is not measured".into());
+    } else if let Err(e) = MemoryCgroup::create(&format!("blocklab-sweep-probe-{}", std::process::id()), None)
+    {
+        warnings.push(format!("no memory cap can be set ({e}): targets run uncapped"));
+    }
+    for w in &warnings {
+        eprintln!("blocklab: warning: {w}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(plan.placement.load_cpus.len().max(1))
+        .enable_all()
+        .build()?;
+    let mut results = SweepResults {
+        schema: "blocklab-sweep/1",
+        started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        wall_s: 0.0,
+        interrupted: false,
+        delay_ms: plan.delay.as_millis() as u64,
+        timeout_ms: plan.timeout.as_millis() as u64,
+        levels: plan.levels.clone(),
+        placement: plan.placement.clone(),
+        jvm_opts: std::env::var("JAVA_OPTS").unwrap_or_else(|_| JVM_OPTS.to_string()),
+        allocator: "mimalloc, built without transparent huge pages (feature no_thp)".to_string(),
+        warnings,
+        targets: Vec::new(),
+    };
+    for target in &plan.targets {
+        if target.is_jvm() && !peer_built(plan, target) {
+            let w = format!(
+                "{} is not built: run scripts/peers install && scripts/peers build; the other targets run",
+                target.name()
+            );
+            eprintln!("blocklab: warning: {w}");
+            results.warnings.push(w);
+            continue;
+        }
+        let result = sweep_target(plan, target, &runtime, interrupt);
+        results.targets.push(result);
+        if interrupt.load(Relaxed) {
+            results.interrupted = true;
+            break;
+        }
+    }
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    results.wall_s = started_at.elapsed().as_secs_f64();
+    Ok(results)
+}
+
+fn peer_built(plan: &SweepPlan, target: &Target) -> bool {
+    Command::new(&plan.peers)
+        .args(["check", &target.name()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The command that starts `target`, pinned to the targets' CPUs.
+fn command_for(plan: &SweepPlan, target: &Target) -> Command {
+    let mut command = Command::new("taskset");
+    command.args(["-c", &placement::list(&plan.placement.server_cpus)]);
+    match target {
+        Target::Model(model) => {
+            command.arg(&plan.exe).args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model"]);
+            command.arg(model.name());
+        }
+        Target::Tomcat | Target::Netty => {
+            command.arg(&plan.peers).args(["run", &target.name(), "--listen", "127.0.0.1:0"]);
+        }
+        Target::Url { .. } => unreachable!("a URL target has no command"),
+    }
+    command
+}
+
+fn sweep_target(
+    plan: &SweepPlan,
+    target: &Target,
+    runtime: &tokio::runtime::Runtime,
+    interrupt: &AtomicBool,
+) -> TargetResult {
+    let name = target.name();
+    let mut result = TargetResult {
+        name: name.clone(),
+        command: None,
+        cap_bytes: None,
+        cap: "none".to_string(),
+        steps: Vec::new(),
+        died: None,
+        highest_full_success: None,
+    };
+    let (addr, host, path) = match target {
+        Target::Url { addr, host, path, .. } => {
+            result.cap = "none: a running service (--url) is not managed".to_string();
+            (*addr, host.clone(), path.clone())
+        }
+        _ => (
+            "127.0.0.1:0".parse().expect("valid"),
+            String::new(),
+            format!("/delay?ms={}", plan.delay.as_millis()),
+        ),
+    };
+    // The managed process and its cgroup (dropped in this order: process first).
+    let mut cgroup = None;
+    let mut server = None;
+    if !matches!(target, Target::Url { .. }) {
+        let cap = if target.is_jvm() { plan.jvm_memory } else { Some(plan.memory) };
+        let mut command = command_for(plan, target);
+        result.command = Some(describe(&command));
+        if plan.use_cgroups {
+            let cgroup_name = format!("blocklab-sweep-{}-{name}", std::process::id());
+            match MemoryCgroup::create(&cgroup_name, cap) {
+                Ok(c) => {
+                    result.cap_bytes = cap;
+                    result.cap = match cap {
+                        Some(bytes) => {
+                            format!("{} MiB, whole process (cgroup {:?})", bytes >> 20, c.version())
+                        }
+                        None => format!("heap only ({JVM_OPTS}); measured in a cgroup {:?}", c.version()),
+                    };
+                    command = c.wrap(&command);
+                    cgroup = Some(c);
+                }
+                Err(e) => result.cap = format!("none: {e}"),
+            }
+        }
+        match ServerProcess::spawn(command, Duration::from_secs(60)) {
+            Ok(s) => server = Some(s),
+            Err(e) => {
+                eprintln!("sweep: {name} did not start: {e}");
+                result.died = Some(Death { level: 0, how: DeathKind::DidNotStart, detail: e });
+            }
+        }
+    }
+    let (addr, host) = match &server {
+        Some(s) => (s.addr(), s.addr().to_string()),
+        None => (addr, host),
+    };
+    for &level in &plan.levels {
+        if result.died.is_some() {
+            result.steps.push(Step::not_run(level, StepStatus::NotRunDown));
+            continue;
+        }
+        if interrupt.load(Relaxed) {
+            result.steps.push(Step::not_run(level, StepStatus::NotRunInterrupted));
+            continue;
+        }
+        let pid = server.as_ref().map(ServerProcess::pid);
+        if let Some(c) = &cgroup {
+            c.reset_peak();
+        }
+        let oom_before = cgroup.as_ref().map_or(0, MemoryCgroup::oom_kills);
+        let threads_before = pid.and_then(threads_of);
+        let sampler = Sampler::start(pid, cgroup.as_ref().map(|c| c.path().to_path_buf()));
+        let load = runtime.block_on(async {
+            tokio::select! {
+                load = step::run(addr, &host, &path, level, plan.timeout) => Some(load),
+                () = interrupted(interrupt) => None,
+            }
+        });
+        let (peak_threads, peak_memory) = sampler.stop();
+        let peak_threads = peak_threads.max(threads_before);
+        let Some(load) = load else {
+            result.steps.push(Step::not_run(level, StepStatus::NotRunInterrupted));
+            continue;
+        };
+        let died = check_life(runtime, server.as_mut(), cgroup.as_ref(), oom_before, addr, &host, level);
+        let rate = load.success_rate(level);
+        let step = Step {
+            level,
+            status: StepStatus::Run,
+            success_rate: Some(rate),
+            min_ms: load.quantile_ms(0.0),
+            p50_ms: load.quantile_ms(0.5),
+            p99_ms: load.quantile_ms(0.99),
+            max_ms: load.quantile_ms(1.0),
+            peak_memory_bytes: peak_memory,
+            cgroup_peak_bytes: cgroup.as_ref().and_then(MemoryCgroup::peak),
+            peak_threads,
+            alive_after: Some(died.is_none()),
+            load: Some(load),
+        };
+        eprintln!("sweep: {}", report::progress_line(&name, &step, died.as_ref()));
+        if rate >= 1.0 && died.is_none() {
+            result.highest_full_success = Some(level);
+        }
+        result.steps.push(step);
+        result.died = died;
+        // Drain: the step's connections are closed; let the target see it.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    if let Some(mut s) = server {
+        s.stop(Duration::from_secs(5));
+    }
+    drop(cgroup);
+    result
+}
+
+/// Resolves once `interrupt` is set.
+async fn interrupted(interrupt: &AtomicBool) {
+    while !interrupt.load(Relaxed) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// After a step: alive? OOM-killed? still answering within 2 s?
+fn check_life(
+    runtime: &tokio::runtime::Runtime,
+    server: Option<&mut ServerProcess>,
+    cgroup: Option<&MemoryCgroup>,
+    oom_before: u64,
+    addr: SocketAddr,
+    host: &str,
+    level: usize,
+) -> Option<Death> {
+    let managed = server.is_some();
+    if let Some(server) = server
+        && let Err(detail) = server.check_alive()
+    {
+        let oom = cgroup.is_some_and(|c| c.oom_kills() > oom_before);
+        let how = if oom { DeathKind::OomKilled } else { DeathKind::Exited };
+        return Some(Death { level, how, detail });
+    }
+    let probe_path = if managed { "/test" } else { "/" };
+    let answered = runtime.block_on(step::probe(addr, host, probe_path, Duration::from_secs(2)));
+    match answered {
+        Ok(()) => None,
+        Err(detail) => Some(Death { level, how: DeathKind::Unresponsive, detail }),
+    }
+}
+
+/// Samples a process's threads and its cgroup's memory (page cache excluded)
+/// every 50 ms, from a thread of its own.
+struct Sampler {
+    stop: std::sync::Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<(Option<u64>, Option<u64>)>,
+}
+
+impl Sampler {
+    fn start(pid: Option<u32>, cgroup: Option<PathBuf>) -> Sampler {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut threads, mut memory): (Option<u64>, Option<u64>) = (None, None);
+            loop {
+                if let Some(n) = pid.and_then(threads_of) {
+                    threads = Some(threads.unwrap_or(0).max(n));
+                }
+                if let Some(dir) = &cgroup
+                    && let Some(bytes) = crate::harness::cgroup::usage_less_cache(dir)
+                {
+                    memory = Some(memory.unwrap_or(0).max(bytes));
+                }
+                if stopped.load(Relaxed) {
+                    return (threads, memory);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Sampler { stop, thread }
+    }
+
+    fn stop(self) -> (Option<u64>, Option<u64>) {
+        self.stop.store(true, Relaxed);
+        self.thread.join().unwrap_or((None, None))
+    }
+}
+
+/// The OS threads of process `pid` now.
+fn threads_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    crate::server::metrics::status_field(&status, "Threads:")
+}
+
+/// A command as one line, for the outputs.
+fn describe(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,277 @@
+//! One step of the sweep: N connections opened first, then one request sent
+//! on every one of them at the same moment (as N JMeter threads do), each
+//! request ending as exactly one outcome.
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How one request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A 2xx response within the timeout.
+    Ok,
+    /// A complete response with another status.
+    Status,
+    /// The connection was refused (nothing listening, or the accept queue refused it).
+    Refused,
+    /// The connection was not established within the timeout.
+    ConnectTimeout,
+    /// The server reset the connection.
+    Reset,
+    /// The server closed the connection before a whole response.
+    ClosedEarly,
+    /// No whole response within the timeout.
+    Timeout,
+    /// The load side could not open the connection (descriptors, ephemeral
+    /// ports): not the server's failure.
+    LoadSide,
+}
+
+impl Outcome {
+    /// Every outcome, in report order.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Ok,
+        Outcome::Status,
+        Outcome::Refused,
+        Outcome::ConnectTimeout,
+        Outcome::Reset,
+        Outcome::ClosedEarly,
+        Outcome::Timeout,
+        Outcome::LoadSide,
+    ];
+
+    /// Its name in the outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Status => "status",
+            Outcome::Refused => "refused",
+            Outcome::ConnectTimeout => "connect_timeout",
+            Outcome::Reset => "reset",
+            Outcome::ClosedEarly => "closed_early",
+            Outcome::Timeout => "timeout",
+            Outcome::LoadSide => "load_side",
+        }
+    }
+
+    fn of_io(e: &std::io::Error) -> Outcome {
+        // EMFILE, ENFILE: out of descriptors; EADDRNOTAVAIL: out of ephemeral ports.
+        if matches!(e.raw_os_error(), Some(23 | 24 | 99)) {
+            return Outcome::LoadSide;
+        }
+        match e.kind() {
+            ErrorKind::ConnectionRefused => Outcome::Refused,
+            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => {
+                Outcome::Reset
+            }
+            ErrorKind::UnexpectedEof => Outcome::ClosedEarly,
+            ErrorKind::TimedOut => Outcome::Timeout,
+            _ => Outcome::Reset,
+        }
+    }
+}
+
+/// What one step measured on the load side.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct StepLoad {
+    /// Connections that were established.
+    pub connected: usize,
+    /// The slowest connect, in milliseconds (accept-queue waits and SYN retries show here).
+    pub connect_max_ms: f64,
+    /// Requests by how they ended; they add up to the level.
+    pub outcomes: BTreeMap<&'static str, usize>,
+    /// Response times of the 2xx answers, from the send to the whole response, in milliseconds.
+    #[serde(skip)]
+    pub ok_ms: Vec<f64>,
+    /// From the first send to the last outcome, in milliseconds.
+    pub wall_ms: f64,
+}
+
+impl StepLoad {
+    /// Share of requests answered 2xx within the timeout, 0..=1.
+    pub fn success_rate(&self, level: usize) -> f64 {
+        if level == 0 { 0.0 } else { self.count(Outcome::Ok) as f64 / level as f64 }
+    }
+
+    /// Requests that ended as `outcome`.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.outcomes.get(outcome.name()).copied().unwrap_or(0)
+    }
+
+    /// The `q` quantile (0..=1) of the 2xx response times, in milliseconds.
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        if self.ok_ms.is_empty() {
+            return None;
+        }
+        let mut sorted = self.ok_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+        Some(sorted[index])
+    }
+}
+
+/// Opens `level` connections to `addr`, then sends `GET path` on each at
+/// once, and waits for every outcome (each bounded by `timeout`).
+pub async fn run(addr: SocketAddr, host: &str, path: &str, level: usize, timeout: Duration) -> StepLoad {
+    let connects: Vec<_> = (0..level)
+        .map(|_| {
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let result = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+                    Ok(Ok(stream)) => Ok(stream),
+                    Ok(Err(e)) => Err(Outcome::of_io(&e)),
+                    Err(_) => Err(Outcome::ConnectTimeout),
+                };
+                (result, started.elapsed())
+            })
+        })
+        .collect();
+    let mut load = StepLoad::default();
+    let mut streams = Vec::with_capacity(level);
+    for connect in connects {
+        match connect.await {
+            Ok((Ok(stream), took)) => {
+                load.connect_max_ms = load.connect_max_ms.max(took.as_secs_f64() * 1e3);
+                streams.push(stream);
+            }
+            Ok((Err(outcome), _)) => *load.outcomes.entry(outcome.name()).or_default() += 1,
+            Err(_) => *load.outcomes.entry(Outcome::LoadSide.name()).or_default() += 1,
+        }
+    }
+    load.connected = streams.len();
+    let request: std::sync::Arc<[u8]> =
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: blocklab-sweep\r\n\r\n")
+            .into_bytes()
+            .into();
+    let started = Instant::now();
+    let requests: Vec<_> = streams
+        .into_iter()
+        .map(|stream| {
+            let request = request.clone();
+            tokio::spawn(async move {
+                let sent = Instant::now();
+                let outcome = match tokio::time::timeout(timeout, exchange(stream, &request)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Outcome::Timeout,
+                };
+                (outcome, sent.elapsed())
+            })
+        })
+        .collect();
+    for request in requests {
+        let (outcome, took) = request.await.unwrap_or((Outcome::LoadSide, Duration::ZERO));
+        if outcome == Outcome::Ok {
+            load.ok_ms.push(took.as_secs_f64() * 1e3);
+        }
+        *load.outcomes.entry(outcome.name()).or_default() += 1;
+    }
+    load.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    load
+}
+
+/// `GET path` on a new connection: `Ok` if any whole response comes within
+/// `limit`, else why not.
+pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) -> Result<(), String> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let attempt = async {
+        let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
+        match exchange(stream, request.as_bytes()).await {
+            Outcome::Ok | Outcome::Status => Ok(()),
+            other => Err(format!("GET {path}: {}", other.name())),
+        }
+    };
+    match tokio::time::timeout(limit, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("GET {path}: no answer within {limit:?}")),
+    }
+}
+
+/// Sends the request and reads one whole response.
+async fn exchange(mut stream: TcpStream, request: &[u8]) -> Outcome {
+    if let Err(e) = stream.write_all(request).await {
+        return Outcome::of_io(&e);
+    }
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 2048];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) => return Outcome::ClosedEarly,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) => return Outcome::of_io(&e),
+        }
+        match complete(&buf) {
+            Some(Ok(status)) if (200..300).contains(&status) => return Outcome::Ok,
+            Some(Ok(_)) => return Outcome::Status,
+            Some(Err(())) => return Outcome::ClosedEarly,
+            None if buf.len() > 1 << 20 => return Outcome::ClosedEarly,
+            None => {}
+        }
+    }
+}
+
+/// `Some(Ok(status))` once `buf` holds a whole response (its body delimited
+/// by Content-Length, or chunked up to the last chunk), `Some(Err)` if it is
+/// not HTTP, `None` if more is needed.
+fn complete(buf: &[u8]) -> Option<Result<u16, ()>> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    let head = match response.parse(buf) {
+        Ok(httparse::Status::Complete(head)) => head,
+        Ok(httparse::Status::Partial) => return None,
+        Err(_) => return Some(Err(())),
+    };
+    let status = response.code.unwrap_or(0);
+    let header = |name: &str| {
+        response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value.to_ascii_lowercase())
+    };
+    let body = &buf[head..];
+    if let Some(length) = header("content-length") {
+        let length: usize = std::str::from_utf8(&length).ok()?.trim().parse().ok()?;
+        return (body.len() >= length).then_some(Ok(status));
+    }
+    if header("transfer-encoding").is_some_and(|te| te.ends_with(b"chunked")) {
+        return body.windows(5).any(|w| w == b"0\r\n\r\n").then_some(Ok(status));
+    }
+    // No length: 1xx/204/304 have no body; anything else ends at close,
+    // which this sweep's single request does not wait for.
+    Some(Ok(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_are_complete_only_with_their_whole_body() {
+        assert_eq!(complete(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab"), None);
+        assert_eq!(complete(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nabcd"), Some(Ok(200)));
+        assert_eq!(complete(b"HTTP/1.1 503 x\r\ncontent-length: 0\r\n\r\n"), Some(Ok(503)));
+        assert_eq!(complete(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"), None);
+        assert_eq!(
+            complete(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            Some(Ok(200))
+        );
+        assert_eq!(complete(b"garbage\r\n\r\n"), Some(Err(())));
+        assert_eq!(complete(b"HTTP/1.1 20"), None);
+    }
+
+    #[test]
+    fn quantiles_of_the_successes() {
+        let load = StepLoad { ok_ms: vec![5.0, 1.0, 3.0, 2.0, 4.0], ..StepLoad::default() };
+        assert_eq!(
+            (load.quantile_ms(0.0), load.quantile_ms(0.5), load.quantile_ms(1.0)),
+            (Some(1.0), Some(3.0), Some(5.0))
+        );
+        assert_eq!(StepLoad::default().quantile_ms(0.5), None);
+    }
+}

@@ -1,0 +1,212 @@
+//! `blocklab sweep` end to end, with small delays and levels: a death by
+//! OOM detected at the level the cap implies, a target that exits by itself
+//! reported as exited, `--url` against a running server, the uncapped path,
+//! the JVM peers; and nothing left behind (no child process, no cgroup).
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{Listening, blocklab, output_within};
+
+/// Runs `blocklab sweep ARGS --out DIR` with a tag in its environment, and
+/// returns its output and results.json. Every process the sweep started
+/// carries the tag, so the test can check none is left.
+fn sweep(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::Output, serde_json::Value) {
+    // One sweep at a time: they pin targets to the same CPUs, and the
+    // leftover check must not see another test's cgroups.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tag = format!("blocklab-sweep-test-{}-{}", std::process::id(), dir.display());
+    let mut command = blocklab();
+    command.arg("sweep").args(args).arg("--out").arg(dir).env("BLOCKLAB_TEST_TAG", &tag);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = output_within(&mut command, Duration::from_secs(240));
+    assert_no_leftovers(&tag);
+    let json = std::fs::read_to_string(dir.join("results.json")).unwrap_or_else(|e| {
+        panic!("no results.json ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr))
+    });
+    (out, serde_json::from_str(&json).unwrap())
+}
+
+/// No process with `tag` in its environment, no cgroup of the sweep's.
+fn assert_no_leftovers(tag: &str) {
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if String::from_utf8_lossy(&environ).contains(tag) {
+            let cmdline = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
+            panic!("left behind: pid {:?}: {}", entry.file_name(), cmdline.replace('\0', " "));
+        }
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    if let Some(path) = own.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string())) {
+        let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(!name.starts_with("blocklab-sweep-"), "cgroup left behind: {}", entry.path().display());
+        }
+    }
+}
+
+fn target<'a>(results: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    results["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("blocklab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Under a 24 MiB cap, 600 slow requests cost `thread` ~45 MiB (a thread
+/// each) but `reactive` ~16 MiB and `lean` ~5: thread is OOM-killed at 600,
+/// its 700 is not run, and the others hold both.
+#[test]
+fn thread_is_oom_killed_where_the_cap_says_and_the_others_go_on() {
+    let dir = temp_dir("sweep-oom");
+    let (out, results) = sweep(
+        &dir,
+        &[
+            "--targets",
+            "reactive,lean,thread",
+            "--levels",
+            "20,600,700",
+            "--delay",
+            "200ms",
+            "--timeout",
+            "20s",
+            "--memory",
+            "24MiB",
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let thread = target(&results, "thread");
+    assert_eq!(thread["died"]["how"], "oom_killed", "{thread:#}");
+    assert_eq!(thread["died"]["level"], 600);
+    assert_eq!(thread["highest_full_success"], 20);
+    assert_eq!(thread["steps"][2]["status"], "not_run_down");
+    for name in ["reactive", "lean"] {
+        let t = target(&results, name);
+        assert!(t["died"].is_null(), "{name} died: {t:#}");
+        assert_eq!(t["highest_full_success"], 700, "{t:#}");
+        assert_eq!(t["cap_bytes"], 24 << 20);
+    }
+    for file in ["results.md", "results.json", "results.csv"] {
+        assert!(dir.join(file).exists(), "{file} missing");
+    }
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(md.contains("OOM-killed at 600") && md.contains("not run: down"), "{md}");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3 * 3, "{csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A wrapper that starts the real server and exits 3 a second later.
+const VANISHING_SERVER: &str = r#"#!/bin/sh
+"$REAL_BLOCKLAB" "$@" & pid=$!
+sleep 1.5
+kill -9 $pid
+exit 3
+"#;
+
+#[test]
+fn a_target_that_exits_by_itself_is_reported_as_exited() {
+    let dir = temp_dir("sweep-exit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("vanishing-server");
+    std::fs::write(&script, VANISHING_SERVER).unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+    let (out, results) = sweep(
+        &dir,
+        &[
+            "--targets",
+            "lean",
+            "--levels",
+            "5,10,20",
+            "--delay",
+            "1s",
+            "--timeout",
+            "5s",
+            "--memory",
+            "64MiB",
+        ],
+        &[
+            ("BLOCKLAB_SERVER_EXE", script.to_str().unwrap()),
+            ("REAL_BLOCKLAB", env!("CARGO_BIN_EXE_blocklab")),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lean = target(&results, "lean");
+    assert_eq!(lean["died"]["how"], "exited", "{lean:#}");
+    assert!(lean["died"]["detail"].as_str().unwrap().contains("exit status: 3"), "{lean:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_running_service_by_url_and_the_uncapped_path() {
+    let server = Listening::serve(&["--model", "lean", "--workers", "1"]);
+    let dir = temp_dir("sweep-url");
+    let url = format!("http://{}/delay?ms=100", server.addr);
+    let (out, results) = sweep(&dir, &["--url", &url, "--levels", "5,50", "--timeout", "5s"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = target(&results, &url);
+    assert_eq!(t["highest_full_success"], 50, "{t:#}");
+    assert!(t["cap_bytes"].is_null() && t["command"].is_null());
+    assert!(t["cap"].as_str().unwrap().starts_with("none"), "{t:#}");
+
+    let dir = temp_dir("sweep-nocgroup");
+    let (out, results) = sweep(
+        &dir,
+        &["--targets", "reactive", "--levels", "5", "--delay", "50ms", "--timeout", "5s", "--no-cgroup"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: cgroups off"));
+    assert!(results["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("uncapped")));
+    assert_eq!(target(&results, "reactive")["highest_full_success"], 5);
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(md.contains("**Warning:** cgroups off"), "{md}");
+}
+
+#[test]
+fn the_jvm_peers_in_a_short_sweep() {
+    let dir = temp_dir("sweep-jvm");
+    let (out, results) = sweep(
+        &dir,
+        &["--targets", "tomcat,netty", "--levels", "10,30", "--delay", "100ms", "--timeout", "20s"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for name in ["tomcat", "netty"] {
+        let t = target(&results, name);
+        assert_eq!(t["highest_full_success"], 30, "{t:#}");
+        assert!(t["steps"][1]["peak_threads"].as_u64().unwrap() > 5, "{t:#}");
+    }
+}
+
+#[test]
+fn bad_sweep_flags_are_usage_errors() {
+    for args in [
+        &["sweep", "--targets", "nginx"][..],
+        &["sweep", "--levels", "100,50"],
+        &["sweep", "--memory", "12 parsecs"],
+        &["sweep", "--delay", "10s", "--timeout", "5s"],
+        &["sweep", "--url", "https://example.com/"],
+        &["sweep", "--out", "/proc/nope/here"],
+    ] {
+        let out = output_within(blocklab().args(args), Duration::from_secs(30));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
