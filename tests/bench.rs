@@ -6,19 +6,6 @@ mod common;
 
 use std::process::Command;
 
-fn validate(schema_path: &str, document: &serde_json::Value) {
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let location = schema["$id"].as_str().unwrap().to_string();
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler.add_resource(&location, schema).unwrap();
-    let index = compiler.compile(&location, &mut schemas).unwrap();
-    if let Err(e) = schemas.validate(document, index) {
-        panic!("results.json does not match {schema_path}: {e:#}");
-    }
-}
-
 #[test]
 fn quick_bench_writes_every_row_and_file() {
     let out = std::env::temp_dir().join(format!("blocklab-bench-{}", std::process::id()));
@@ -51,7 +38,7 @@ fn quick_bench_writes_every_row_and_file() {
 
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    validate("schema/bench-results.json", &results);
+    common::validate_schema("schema/bench-results.json", &results);
     let ids: Vec<u64> =
         results["tests"].as_array().unwrap().iter().map(|t| t["test_id"].as_u64().unwrap()).collect();
     assert_eq!(ids, vec![1, 2, 3, 4, 5, 7, 8, 9]);
@@ -148,7 +135,7 @@ fn failed_servers_fail_their_test_only_with_the_reason_everywhere() {
 
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("results.json")).unwrap()).unwrap();
-    validate("schema/bench-results.json", &results);
+    common::validate_schema("schema/bench-results.json", &results);
     let tests = results["tests"].as_array().unwrap();
     assert_eq!(tests[0]["status"], "ok");
     assert_eq!(tests[0]["runs"].as_array().unwrap().len(), 2, "the others still run");

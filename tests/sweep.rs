@@ -14,10 +14,7 @@ use common::{Listening, blocklab, output_within};
 /// returns its output and results.json. Every process the sweep started
 /// carries the tag, so the test can check none is left.
 fn sweep(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::Output, serde_json::Value) {
-    // One sweep at a time: they pin targets to the same CPUs, and the
-    // leftover check must not see another test's cgroups.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _turn = one_at_a_time();
     let tag = format!("blocklab-sweep-test-{}-{}", std::process::id(), dir.display());
     let mut command = blocklab();
     command.arg("sweep").args(args).arg("--out").arg(dir).env("BLOCKLAB_TEST_TAG", &tag);
@@ -30,6 +27,13 @@ fn sweep(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::Outp
         panic!("no results.json ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr))
     });
     (out, serde_json::from_str(&json).unwrap())
+}
+
+/// One sweep at a time: they pin targets to the same CPUs, and the leftover
+/// check must not see another test's cgroups.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// No process with `tag` in its environment, no cgroup of the sweep's.
@@ -101,11 +105,20 @@ fn thread_is_oom_killed_where_the_cap_says_and_the_others_go_on() {
         assert_eq!(t["highest_full_success"], 700, "{t:#}");
         assert_eq!(t["cap_bytes"], 24 << 20);
     }
-    for file in ["results.md", "results.json", "results.csv"] {
+    for file in [
+        "results.md",
+        "results.json",
+        "results.csv",
+        "report.html",
+        "charts/success.svg",
+        "charts/memory.svg",
+    ] {
         assert!(dir.join(file).exists(), "{file} missing");
     }
+    common::validate_schema("schema/sweep-results.json", &results);
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(md.contains("OOM-killed at 600") && md.contains("not run: down"), "{md}");
+    assert!(md.contains("thread was OOM-killed at 600 concurrent requests under a 24 MiB cap"), "{md}");
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 3, "{csv}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -209,4 +222,57 @@ fn bad_sweep_flags_are_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn sigint_mid_sweep_writes_partial_results_and_leaves_nothing() {
+    let _turn = one_at_a_time();
+    let dir = temp_dir("sweep-sigint");
+    let tag = format!("blocklab-sweep-test-{}-sigint", std::process::id());
+    let mut child = blocklab()
+        .args([
+            "sweep",
+            "--targets",
+            "reactive,lean",
+            "--levels",
+            "5,10",
+            "--delay",
+            "3s",
+            "--timeout",
+            "10s",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .env("BLOCKLAB_TEST_TAG", &tag)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Inside the first step (its requests wait 3 s).
+    std::thread::sleep(Duration::from_millis(2500));
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the sweep did not stop within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_no_leftovers(&tag);
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["interrupted"], true);
+    assert!(
+        target(&results, "reactive")["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["status"] == "not_run_interrupted")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

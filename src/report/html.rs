@@ -6,7 +6,7 @@ use super::charts::Chart;
 use super::tables::{self, Table};
 use crate::experiment::results::BenchResults;
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -26,7 +26,7 @@ fn table(t: &Table) -> String {
     out + "</tbody></table>"
 }
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2rem auto; max-width: 1100px;
        color: #1b1f24; line-height: 1.45; padding: 0 1rem; }
 h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; }
@@ -146,7 +146,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     )
 }
 
-fn strip_xml_decl(svg: &str) -> &str {
+pub(crate) fn strip_xml_decl(svg: &str) -> &str {
     match svg.find("<svg") {
         Some(i) => &svg[i..],
         None => svg,

@@ -5,6 +5,8 @@
 //! life (process, OOM kills, `/test`), and a target that died is recorded
 //! with how and where, its remaining levels not run.
 
+pub mod charts;
+pub mod html;
 pub mod report;
 pub mod step;
 
@@ -476,20 +478,23 @@ fn check_life(
     host: &str,
     level: usize,
 ) -> Option<Death> {
-    let managed = server.is_some();
-    if let Some(server) = server
-        && let Err(detail) = server.check_alive()
-    {
-        let oom = cgroup.is_some_and(|c| c.oom_kills() > oom_before);
-        let how = if oom { DeathKind::OomKilled } else { DeathKind::Exited };
-        return Some(Death { level, how, detail });
+    let probe_path = if server.is_some() { "/test" } else { "/" };
+    if let Some(server) = server {
+        if let Err(detail) = server.check_alive() {
+            let oom = cgroup.is_some_and(|c| c.oom_kills() > oom_before);
+            let how = if oom { DeathKind::OomKilled } else { DeathKind::Exited };
+            return Some(Death { level, how, detail });
+        }
+        let answered = runtime.block_on(step::probe(addr, host, probe_path, Duration::from_secs(2)));
+        return answered.err().map(|e| {
+            // What the process said last (a JVM's OutOfMemoryError, say) explains it.
+            let tail = server.stderr_tail();
+            let detail = if tail.is_empty() { e } else { format!("{e}; stderr: {}", last_lines(&tail, 5)) };
+            Death { level, how: DeathKind::Unresponsive, detail }
+        });
     }
-    let probe_path = if managed { "/test" } else { "/" };
     let answered = runtime.block_on(step::probe(addr, host, probe_path, Duration::from_secs(2)));
-    match answered {
-        Ok(()) => None,
-        Err(detail) => Some(Death { level, how: DeathKind::Unresponsive, detail }),
-    }
+    answered.err().map(|detail| Death { level, how: DeathKind::Unresponsive, detail })
 }
 
 /// Samples a process's threads and its cgroup's memory (page cache excluded)
@@ -527,6 +532,12 @@ impl Sampler {
         self.stop.store(true, Relaxed);
         self.thread.join().unwrap_or((None, None))
     }
+}
+
+/// The last `n` lines of `text`, joined with " | ".
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
 /// The OS threads of process `pid` now.

@@ -75,7 +75,11 @@ pub fn markdown(results: &SweepResults) -> String {
     if results.interrupted {
         let _ = writeln!(md, "**Interrupted:** partial results.\n");
     }
-    let _ = writeln!(md, "## Where each target stopped coping\n");
+    let _ = writeln!(md, "## Reading\n");
+    for sentence in super::html::reading(results) {
+        let _ = writeln!(md, "- {sentence}");
+    }
+    let _ = writeln!(md, "\n## Where each target stopped coping\n");
     let _ = writeln!(md, "| target | memory cap | verdict |");
     let _ = writeln!(md, "|---|---|---|");
     for t in &results.targets {
@@ -178,13 +182,19 @@ fn csv_field(v: &str) -> String {
     if v.contains([',', '"', '\n']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() }
 }
 
-/// Writes `results.md`, `results.json` and `results.csv` into `dir`.
+/// Writes `results.md`, `results.json`, `results.csv`, the charts and
+/// `report.html` into `dir`.
 pub fn write_all(results: &SweepResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let files = [
-        ("results.md", markdown(results)),
-        ("results.json", serde_json::to_string_pretty(results)? + "\n"),
-        ("results.csv", csv(results)),
+    std::fs::create_dir_all(dir.join("charts"))?;
+    let reading = super::html::reading(results);
+    let charts = super::charts::all(results);
+    let mut files = vec![
+        ("results.md".to_string(), markdown(results)),
+        ("results.json".to_string(), serde_json::to_string_pretty(results)? + "\n"),
+        ("results.csv".to_string(), csv(results)),
+        ("report.html".to_string(), super::html::page(results, &reading, &charts)),
     ];
+    files.extend(charts.into_iter().map(|c| (format!("charts/{}", c.file), c.svg)));
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);

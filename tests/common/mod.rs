@@ -374,3 +374,18 @@ pub fn metric(text: &str, name: &str) -> f64 {
         .parse()
         .unwrap()
 }
+
+/// Fails the test unless `document` matches the JSON schema at `schema_path`
+/// (relative to the crate root).
+pub fn validate_schema(schema_path: &str, document: &serde_json::Value) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(schema_path);
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let location = schema["$id"].as_str().unwrap().to_string();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource(&location, schema).unwrap();
+    let index = compiler.compile(&location, &mut schemas).unwrap();
+    if let Err(e) = schemas.validate(document, index) {
+        panic!("the document does not match {schema_path}: {e:#}");
+    }
+}
