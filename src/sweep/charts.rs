@@ -81,7 +81,8 @@ fn lines_chart(
             .configure_mesh()
             .x_desc("concurrent requests (log scale)")
             .y_desc(y_desc)
-            .x_label_formatter(&|x: &f64| format!("{x:.0}"))
+            .x_label_formatter(&|x: &f64| round_label(*x))
+            .light_line_style(WHITE.mix(0.0))
             .label_style(("sans-serif", 13))
             .draw()?;
         for (i, (name, points)) in lines.iter().enumerate() {
@@ -102,4 +103,15 @@ fn lines_chart(
         root.present()?;
     }
     Ok(svg)
+}
+
+/// A log axis label only at 1, 2 and 5 × 10^k: the others crowd each other.
+fn round_label(x: f64) -> String {
+    let magnitude = 10f64.powf(x.log10().floor());
+    let lead = (x / magnitude).round();
+    if (x / magnitude - lead).abs() < 0.01 && [1.0, 2.0, 5.0].contains(&lead) {
+        format!("{x:.0}")
+    } else {
+        String::new()
+    }
 }

@@ -47,6 +47,16 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
             }
             continue;
         };
+        if let Some(worse) = run.iter().find(|s| s.level > last_full.level && s.alive_after == Some(true)) {
+            out.push(format!(
+                "{} stayed alive beyond {} but answered only {:.1} % of {} within the timeout ({}).",
+                t.name,
+                last_full.level,
+                worse.success_rate.unwrap_or(0.0) * 100.0,
+                worse.level,
+                super::report::failures(worse)
+            ));
+        }
         let max_s = last_full.max_ms.unwrap_or(0.0) / 1e3;
         if delay_s > 0.0 && max_s > delay_s * 1.5 {
             let waves = max_s / delay_s;

@@ -127,7 +127,7 @@ pub fn markdown(results: &SweepResults) -> String {
 }
 
 /// The non-ok outcomes of a step, e.g. "timeout 12, refused 3".
-fn failures(step: &Step) -> String {
+pub fn failures(step: &Step) -> String {
     let Some(load) = &step.load else { return "-".to_string() };
     let parts: Vec<String> = Outcome::ALL
         .into_iter()
