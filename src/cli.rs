@@ -45,6 +45,59 @@ pub enum Command {
     /// memory-capped cgroup, and see where and how each one breaks.
     #[command(after_help = SWEEP_EXAMPLES)]
     Sweep(SweepArgs),
+    /// Both studies: bench (study 1), then sweep (study 2), and one index page that leads to both reports.
+    #[command(after_help = STUDIES_EXAMPLES)]
+    Studies(StudiesArgs),
+}
+
+const STUDIES_EXAMPLES: &str = "\
+Runs 'blocklab bench' into DIR/bench and 'blocklab sweep' into DIR/sweep with their
+defaults (about 10 + 8 minutes on 2 cores; --quick: about 2 minutes), then writes
+DIR/index.html. Each study's own flags: run it alone ('blocklab bench --help',
+'blocklab sweep --help').
+
+Examples:
+  blocklab studies
+  blocklab studies --quick --out /tmp/first-look";
+
+/// Flags of `blocklab studies`.
+#[derive(Debug, Args)]
+pub struct StudiesArgs {
+    /// Both studies' --quick: a first look in about two minutes.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Output folder [default: results/<timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl StudiesArgs {
+    /// The two studies' own flags, validated, writing under one folder.
+    pub fn plans(&self) -> Result<(std::path::PathBuf, BenchArgs, SweepArgs), String> {
+        let out = self.out.clone().unwrap_or_else(|| {
+            let stamp =
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
+            std::path::PathBuf::from("results").join(stamp)
+        });
+        let argv = |command: &str| -> Vec<std::ffi::OsString> {
+            let mut argv: Vec<std::ffi::OsString> = vec!["blocklab".into(), command.into(), "--out".into()];
+            argv.push(out.join(command).into_os_string());
+            if self.quick {
+                argv.push("--quick".into());
+            }
+            argv
+        };
+        let bench = match Cli::try_parse_from(argv("bench")).map_err(|e| e.to_string())?.command {
+            Command::Bench(b) => b,
+            _ => unreachable!("parsed bench"),
+        };
+        let sweep = match Cli::try_parse_from(argv("sweep")).map_err(|e| e.to_string())?.command {
+            Command::Sweep(s) => s,
+            _ => unreachable!("parsed sweep"),
+        };
+        Ok((out, bench, sweep))
+    }
 }
 
 const SWEEP_EXAMPLES: &str = "\
@@ -254,7 +307,7 @@ Exit status: 0 when every test completed; 1 when one failed (the others still ra
 130 when interrupted (partial results are written); 2 for a usage error.";
 
 /// Flags of `blocklab bench`.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct BenchArgs {
     /// APIs to run: all, or a comma list of Test IDs, paths or names (2,/getDataAsync,getDataAkka).
     #[arg(long, default_value = "all", value_name = "all|LIST")]

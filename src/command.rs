@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::ProgressBar;
 
-use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs, SweepArgs};
+use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs, StudiesArgs, SweepArgs};
 use crate::graph::DbUrl;
 use crate::load::report::LoadReport;
 use crate::server::{self, runtime::build_runtime};
@@ -50,7 +50,32 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Bench(args) => bench(&args),
         Command::Seed(args) => seed(&args),
         Command::Sweep(args) => sweep(&args),
+        Command::Studies(args) => studies(&args),
     }
+}
+
+/// `blocklab studies`: bench, then sweep, then an index page that leads to
+/// both reports. A study that fails does not stop the other; the first
+/// failure is the exit status. Ctrl-C stops both.
+fn studies(args: &StudiesArgs) -> Result<(), Failure> {
+    let (out, bench_args, sweep_args) = args.plans().map_err(Failure::Usage)?;
+    // Both plans are checked before anything starts.
+    bench_args.plan().map_err(Failure::Usage)?;
+    sweep_args.plan().map_err(Failure::Usage)?;
+    std::fs::create_dir_all(&out)
+        .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", out.display())))?;
+    eprintln!("studies: study 1 (bench) into {}, then study 2 (sweep)", out.join("bench").display());
+    let first = bench(&bench_args);
+    let second = if matches!(first, Err(Failure::Interrupted)) {
+        Err(Failure::Interrupted)
+    } else {
+        sweep(&sweep_args)
+    };
+    let index = out.join("index.html");
+    std::fs::write(&index, crate::sweep::html::index(&out))
+        .with_context(|| format!("writing {}", index.display()))?;
+    println!("\nboth studies: {}", index.display());
+    first.and(second)
 }
 
 /// `blocklab sweep`: study 2 over its targets; writes results.md, .json and
