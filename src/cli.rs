@@ -10,8 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use hyper::header::{HeaderName, HeaderValue};
 
 use crate::experiment::BenchPlan;
-use crate::experiment::placement::Placement;
 use crate::graph::{DbSettings, DbUrl};
+use crate::harness::placement::Placement;
 use crate::load::{LoadPlan, Stop};
 use crate::server::model::DEFAULT_POOL_THREADS;
 use crate::server::{ActorLimits, Model, ServeConfig, available_cores};
@@ -213,7 +213,7 @@ impl SweepArgs {
             out,
             exe,
             peers,
-            placement: crate::experiment::placement::Placement::detect(),
+            placement: crate::harness::placement::Placement::detect(),
             use_cgroups: !self.no_cgroup,
         })
     }

@@ -72,8 +72,22 @@ fn studies(args: &StudiesArgs) -> Result<(), Failure> {
         sweep(&sweep_args)
     };
     let index = out.join("index.html");
-    std::fs::write(&index, crate::sweep::html::index(&out))
-        .with_context(|| format!("writing {}", index.display()))?;
+    let studies = [
+        (
+            "bench",
+            "Study 1: the seed's endpoints, one execution model each",
+            "Play + Neo4j + Akka translated to Rust: requests per second and latency of each endpoint, and what \
+             the server's threads did.",
+        ),
+        (
+            "sweep",
+            "Study 2: slow requests, a memory cap, and who survives",
+            "Spring Web (Tomcat) against WebFlux (Netty), and blocklab's four server models: concurrency stepped \
+             up under a 50 MiB cap.",
+        ),
+    ];
+    let page = crate::harness::render::index(&out, &studies);
+    std::fs::write(&index, page).with_context(|| format!("writing {}", index.display()))?;
     println!("\nboth studies: {}", index.display());
     first.and(second)
 }
@@ -91,7 +105,7 @@ fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         tracing::debug!(limit, "descriptors");
     }
     if plan.placement.pinned && !plan.placement.shared {
-        crate::harness::pin_self(&crate::experiment::placement::list(&plan.placement.load_cpus));
+        crate::harness::pin_self(&crate::harness::placement::list(&plan.placement.load_cpus));
     }
     let names: Vec<String> = plan.targets.iter().map(crate::sweep::Target::name).collect();
     eprintln!(
@@ -182,7 +196,7 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let failed: Vec<String> = results
         .tests
         .iter()
-        .filter(|t| t.status != "ok")
+        .filter(|t| t.status != crate::experiment::results::RunStatus::Ok)
         .map(|t| format!("{} {}", t.test_id, t.api))
         .collect();
     if !failed.is_empty() {

@@ -18,8 +18,9 @@
 //! * [`experiment`] — `blocklab bench`: the seed study end to end (fresh
 //!   server process per API, pinned CPUs, repeated loads, `/metrics` sampled).
 //! * [`report`] — the bench's outputs: Markdown, JSON, CSV, SVG charts, HTML.
-//! * [`harness`] — what both studies need from the machine: memory-capped
-//!   cgroups, the descriptor limit, CPU pinning.
+//! * [`harness`] — what every study needs: the target as a child process,
+//!   CPU placement, memory-capped cgroups, `/metrics` scrapes, conditions,
+//!   the pieces of a report; studies build on it and not on each other.
 //! * [`sweep`] — `blocklab sweep`: study 2, concurrency steps under a memory
 //!   cap, death detected.
 //! * [`command`] — what each subcommand does, and how failures become exit codes.

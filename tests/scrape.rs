@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use blocklab::experiment::scrape::{Scrape, ServerFigures};
+use blocklab::harness::scrape::{Scrape, ServerFigures};
 use blocklab::server::ServeConfig;
 use common::{embedded_server, get_concurrently};
 

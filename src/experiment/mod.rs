@@ -8,21 +8,16 @@
 //! explain the numbers (worker busy ratio, blocking threads, mailboxes,
 //! server-side latency); its CPU time and peak RSS come from /proc.
 //!
-//! * [`placement`] — which CPUs each side gets.
-//! * [`server_process`] — the server child: start, watch, measure, stop.
-//! * [`scrape`] — `/metrics` fetched and turned into per-run figures.
 //! * [`results`] — the records, the seed's table, normalization.
-//! * [`conditions`] — machine and versions for the report.
+//!
+//! What it needs from the machine (CPU placement, the server child, `/metrics`
+//! scrapes, the conditions) is the [`crate::harness`]'s, shared with study 2.
 //!
 //! A server that fails to start or dies mid-run fails that Test ID (with the
 //! reason and its stderr tail); the others still run. An interrupt stops the
 //! children and the partial results are still written.
 
-pub mod conditions;
-pub mod placement;
 pub mod results;
-pub mod scrape;
-pub mod server_process;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -33,12 +28,13 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::graph::DbUrl;
+use crate::harness::conditions;
+use crate::harness::placement::{self, Placement};
+use crate::harness::scrape::{Scrape, ServerFigures};
+use crate::harness::target::ServerProcess;
 use crate::load::report::LoadReport;
 use crate::server::Endpoint;
-use placement::Placement;
-use results::{BenchResults, Conditions, Parameters, RunRecord, TestRecord};
-use scrape::{Scrape, ServerFigures};
-use server_process::ServerProcess;
+use results::{BenchResults, Conditions, Parameters, RunRecord, RunStatus, TestId, TestRecord};
 
 /// How often the server is scraped while the load runs.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
@@ -92,7 +88,7 @@ pub fn parse_apis(s: &str) -> Result<Vec<Endpoint>, String> {
             let path = e.path();
             item == path
                 || item.eq_ignore_ascii_case(&path[1..])
-                || item.parse::<u32>().ok().is_some_and(|id| e.test_id() == Some(id))
+                || item.parse::<u32>().ok().is_some_and(|id| e.test_id() == Some(TestId(id)))
         });
         match found {
             Some(e) if !apis.contains(&e) => apis.push(e),
@@ -100,7 +96,7 @@ pub fn parse_apis(s: &str) -> Result<Vec<Endpoint>, String> {
             None => {
                 let known: Vec<String> = Endpoint::MEASURED
                     .iter()
-                    .map(|e| format!("{} ({})", e.path(), e.test_id().unwrap_or(0)))
+                    .map(|e| format!("{} ({})", e.path(), e.test_id().unwrap_or(TestId(0))))
                     .collect();
                 return Err(format!("unknown API '{item}'; known: all, {}", known.join(", ")));
             }
@@ -138,12 +134,12 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             interrupted = true;
             break;
         }
-        let test_id = api.test_id().unwrap_or(0);
+        let test_id = api.test_id().unwrap_or(TestId(0));
         let mut record = TestRecord {
             test_id,
             api: api.path().to_string(),
             model: api.model().to_string(),
-            status: "ok".to_string(),
+            status: RunStatus::Ok,
             failure: None,
             runs: Vec::new(),
         };
@@ -158,7 +154,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         );
         match started {
             Err(reason) => {
-                record.status = "failed".to_string();
+                record.status = RunStatus::Failed;
                 record.failure = Some(format!("server failed to start: {reason}"));
                 bar.println(format!(
                     "Test ID {test_id} {}: {}",
@@ -178,12 +174,12 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                             record.runs.push(run);
                         }
                         Err(RunError::Interrupted) => {
-                            record.status = "interrupted".to_string();
+                            record.status = RunStatus::Interrupted;
                             interrupted = true;
                             break;
                         }
                         Err(RunError::Failed(reason)) => {
-                            record.status = "failed".to_string();
+                            record.status = RunStatus::Failed;
                             record.failure = Some(format!("run {run_id}: {reason}"));
                             bar.println(format!(
                                 "Test ID {test_id} {} run {run_id} failed: {reason}",
@@ -208,7 +204,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         machine: conditions::machine(),
         placement: plan.placement.clone(),
         parameters: Parameters {
-            apis: plan.apis.iter().map(|e| format!("{} {}", e.test_id().unwrap_or(0), e.path())).collect(),
+            apis: plan
+                .apis
+                .iter()
+                .map(|e| format!("{} {}", e.test_id().unwrap_or(TestId(0)), e.path()))
+                .collect(),
             connections: plan.connections,
             requests: plan.requests,
             runs: plan.runs,
@@ -287,7 +287,7 @@ fn run_once(
     done_before: u64,
     interrupt: &AtomicBool,
 ) -> Result<(RunRecord, Vec<(String, String)>), RunError> {
-    let test_id = api.test_id().unwrap_or(0);
+    let test_id = api.test_id().unwrap_or(TestId(0));
     let addr = server.addr();
     let name = format!("test{test_id}-run{run_id}");
     let json_rel = format!("raw/{name}.json");

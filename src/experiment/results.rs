@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::placement::Placement;
-use super::scrape::ServerFigures;
+pub use crate::harness::conditions::Machine;
+use crate::harness::placement::Placement;
+use crate::harness::scrape::ServerFigures;
+pub use crate::server::endpoint::TestId;
 
 /// The version of the `results.json` shape.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -16,7 +18,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeedRow {
     /// Test ID.
-    pub test_id: u32,
+    pub test_id: TestId,
     /// Path.
     pub api: String,
     /// Requests per second.
@@ -42,7 +44,7 @@ pub fn seed_table() -> Vec<SeedRow> {
     ]
     .into_iter()
     .map(|(test_id, api, rps, mean_ms, max_ms, p99_ms)| SeedRow {
-        test_id,
+        test_id: TestId(test_id),
         api: api.to_string(),
         rps,
         mean_ms,
@@ -93,17 +95,39 @@ pub struct RunRecord {
     pub load_json: String,
 }
 
+/// How a Test ID's runs ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Every run completed.
+    Ok,
+    /// The server did not start, died, or a run failed (the reason is beside it).
+    Failed,
+    /// Stopped by SIGINT/SIGTERM.
+    Interrupted,
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        })
+    }
+}
+
 /// One API (Test ID): a fresh server, `runs` loads.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TestRecord {
     /// Test ID (the seed's, 9 and up for blocklab's own endpoints).
-    pub test_id: u32,
+    pub test_id: TestId,
     /// Path.
     pub api: String,
     /// The execution model in a few words.
     pub model: String,
-    /// `ok`, `failed` or `interrupted`.
-    pub status: String,
+    /// How its runs ended.
+    pub status: RunStatus,
     /// Why it failed, with the server's stderr tail.
     pub failure: Option<String>,
     /// The runs that completed.
@@ -115,23 +139,6 @@ impl TestRecord {
     pub fn best(&self) -> Option<&RunRecord> {
         self.runs.iter().max_by(|a, b| a.rps.total_cmp(&b.rps))
     }
-}
-
-/// The machine the bench ran on.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Machine {
-    /// CPU model name.
-    pub cpu_model: String,
-    /// CPUs online.
-    pub cpus_online: usize,
-    /// CPUs this process could use.
-    pub cpus_allowed: Vec<usize>,
-    /// Memory (GiB).
-    pub memory_gib: f64,
-    /// Kernel release.
-    pub kernel: String,
-    /// Host name.
-    pub hostname: String,
 }
 
 /// Every parameter of the run.
@@ -182,7 +189,7 @@ pub struct Conditions {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NormalizedRow {
     /// Test ID.
-    pub test_id: u32,
+    pub test_id: TestId,
     /// Path.
     pub api: String,
     /// blocklab: best RPS / best `/test` RPS.
@@ -221,8 +228,9 @@ pub struct BenchResults {
 impl BenchResults {
     /// Computes `normalized` from `tests` and `seed`.
     pub fn normalize(tests: &[TestRecord], seed: &[SeedRow]) -> Vec<NormalizedRow> {
-        let ours_test = tests.iter().find(|t| t.test_id == 1).and_then(TestRecord::best).map(|r| r.rps);
-        let seed_test = seed.iter().find(|s| s.test_id == 1).map(|s| s.rps);
+        let ours_test =
+            tests.iter().find(|t| t.test_id == TestId(1)).and_then(TestRecord::best).map(|r| r.rps);
+        let seed_test = seed.iter().find(|s| s.test_id == TestId(1)).map(|s| s.rps);
         tests
             .iter()
             .map(|t| NormalizedRow {
@@ -247,10 +255,10 @@ mod tests {
 
     fn test(id: u32, rps: &[f64]) -> TestRecord {
         TestRecord {
-            test_id: id,
+            test_id: TestId(id),
             api: format!("/api{id}"),
             model: String::new(),
-            status: "ok".into(),
+            status: RunStatus::Ok,
             failure: None,
             runs: rps
                 .iter()
@@ -293,7 +301,7 @@ mod tests {
     #[test]
     fn the_seed_table_is_the_published_one() {
         let seed = seed_table();
-        assert_eq!(seed.iter().map(|s| s.test_id).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 7, 8]);
+        assert_eq!(seed.iter().map(|s| s.test_id.0).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 7, 8]);
         assert_eq!(seed[2].rps, 5137.0);
     }
 }

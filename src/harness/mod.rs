@@ -1,8 +1,20 @@
-//! What both studies' runners need from the machine, whatever the study:
-//! a memory-capped cgroup per target ([`cgroup`]), the descriptor limit
-//! raised, and the runner pinned to its CPUs.
+//! The harness: what every study's runner needs, whatever the study. A
+//! target started as a child process and watched ([`target`]), its CPUs
+//! ([`placement`]), a memory-capped cgroup for it ([`cgroup`]), its
+//! `/metrics` read ([`scrape`]), the machine's conditions ([`conditions`]),
+//! the page and chart pieces every report shares ([`render`]), the
+//! descriptor limit raised and the runner pinned.
+//!
+//! The studies build on it: study 1 (`bench`: [`crate::experiment`] and
+//! [`crate::report`]) and study 2 (`sweep`: [`crate::sweep`]). A third study
+//! adds a module of its own beside them.
 
 pub mod cgroup;
+pub mod conditions;
+pub mod placement;
+pub mod render;
+pub mod scrape;
+pub mod target;
 
 use std::process::Command;
 

@@ -5,15 +5,7 @@ use plotters::prelude::*;
 
 use crate::experiment::results::{BenchResults, TestRecord};
 
-/// A chart: file name, title, SVG text.
-pub struct Chart {
-    /// File name under `charts/`.
-    pub file: &'static str,
-    /// Title.
-    pub title: String,
-    /// The SVG document.
-    pub svg: String,
-}
+pub use crate::harness::render::Chart;
 
 const SERIES_COLORS: [RGBColor; 4] =
     [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];

@@ -2,13 +2,9 @@
 //! external requests) with the reading, the tables, the charts and the
 //! conditions of the run.
 
-use super::charts::Chart;
 use super::tables::{self, Table};
 use crate::experiment::results::BenchResults;
-
-pub(crate) fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
 
 fn table(t: &Table) -> String {
     let mut out = String::from("<table><thead><tr>");
@@ -25,24 +21,6 @@ fn table(t: &Table) -> String {
     }
     out + "</tbody></table>"
 }
-
-pub(crate) const STYLE: &str = "
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2rem auto; max-width: 1100px;
-       color: #1b1f24; line-height: 1.45; padding: 0 1rem; }
-h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; }
-.sub { color: #57606a; margin-top: 0; }
-table { border-collapse: collapse; margin: .8rem 0; font-size: .88rem; }
-th, td { border: 1px solid #d0d7de; padding: .28rem .55rem; text-align: right; }
-th { background: #f6f8fa; } td:nth-child(3), th:nth-child(3) { text-align: left; }
-.normalized td:nth-child(2), .normalized th:nth-child(2) { text-align: left; }
-.normalized td:nth-child(3) { text-align: right; }
-ul.reading li { margin: .35rem 0; }
-.warn { background: #fff8c5; border: 1px solid #d4a72c; padding: .5rem .8rem; border-radius: 6px; }
-.fail { background: #ffebe9; border: 1px solid #cf222e; padding: .5rem .8rem; border-radius: 6px; }
-.chart { margin: 1rem 0; } .chart svg { max-width: 100%; height: auto; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; } dt { font-weight: 600; }
-.glossary td { text-align: left; }
-";
 
 const GLOSSARY: [(&str, &str); 10] = [
     (
@@ -144,11 +122,4 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
          <body>{body}</body></html>\n",
         escape(&results.started_at)
     )
-}
-
-pub(crate) fn strip_xml_decl(svg: &str) -> &str {
-    match svg.find("<svg") {
-        Some(i) => &svg[i..],
-        None => svg,
-    }
 }

@@ -2,11 +2,12 @@
 //! runtime figure that explains each result. Every sentence is computed from
 //! the recorded figures; where a figure is missing the sentence is left out.
 
-use crate::experiment::results::{BenchResults, RunRecord, TestRecord};
+use crate::experiment::results::{BenchResults, RunRecord, RunStatus, TestRecord};
 use crate::report::tables::{ms, pct, rps};
+use crate::server::Endpoint;
 
-fn best(results: &BenchResults, test_id: u32) -> Option<(&TestRecord, &RunRecord)> {
-    let test = results.tests.iter().find(|t| t.test_id == test_id)?;
+fn best(results: &BenchResults, endpoint: Endpoint) -> Option<(&TestRecord, &RunRecord)> {
+    let test = results.tests.iter().find(|t| Some(t.test_id) == endpoint.test_id())?;
     Some((test, test.best()?))
 }
 
@@ -25,8 +26,12 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
         if w == 1.0 { "the one HTTP worker".to_string() } else { format!("each of the {w} HTTP workers") }
     };
 
-    let data: Vec<(&TestRecord, &RunRecord)> =
-        results.tests.iter().filter(|t| t.test_id != 1).filter_map(|t| Some((t, t.best()?))).collect();
+    let data: Vec<(&TestRecord, &RunRecord)> = results
+        .tests
+        .iter()
+        .filter(|t| Some(t.test_id) != Endpoint::Test.test_id())
+        .filter_map(|t| Some((t, t.best()?)))
+        .collect();
     if let (Some(fast), Some(slow)) = (
         data.iter().max_by(|a, b| a.1.rps.total_cmp(&b.1.rps)),
         data.iter().min_by(|a, b| a.1.rps.total_cmp(&b.1.rps)),
@@ -44,7 +49,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             rps(slow.1.rps)
         ));
     }
-    if let Some((_, r)) = best(results, 1) {
+    if let Some((_, r)) = best(results, Endpoint::Test) {
         out.push(format!(
             "/test (no I/O) is the ceiling of the HTTP stack here: {} req/s, mean {} ms, HTTP workers {} busy, \
              {:.1} µs of server CPU per request{}.",
@@ -62,7 +67,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     }
     let embedded = p.db == "embedded";
     let ceiling = (embedded && latency_ms > 0.0).then(|| workers * 1000.0 / latency_ms);
-    if let Some((_, r)) = best(results, 2) {
+    if let Some((_, r)) = best(results, Endpoint::GetData) {
         match ceiling {
             Some(c) => out.push(format!(
                 "/getData: {} req/s against a ceiling of {} req/s ({} ÷ {} ms): {} is held for the whole \
@@ -100,7 +105,9 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             )),
         }
     }
-    if let (Some((_, a)), Some((_, b))) = (best(results, 3), best(results, 2)) {
+    if let (Some((_, a)), Some((_, b))) =
+        (best(results, Endpoint::GetDataAsync), best(results, Endpoint::GetData))
+    {
         out.push(format!(
             "/getDataAsync: {} req/s, {:.1}× /getData. The worker awaits the round trip and serves the other \
              connections meanwhile; workers {} busy, mean latency {} ms{}.",
@@ -111,7 +118,9 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             if embedded { format!(" for a {} ms round trip", ms(latency_ms)) } else { String::new() }
         ));
     }
-    if let (Some((_, two)), Some((_, one))) = (best(results, 4), best(results, 3)) {
+    if let (Some((_, two)), Some((_, one))) =
+        (best(results, Endpoint::GetDataAsync2), best(results, Endpoint::GetDataAsync))
+    {
         out.push(format!(
             "/getDataAsync2 (two reads in sequence): {} req/s, {} of /getDataAsync; mean latency {} ms against {} ms.",
             rps(two.rps),
@@ -120,7 +129,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             ms(one.mean_ms)
         ));
     }
-    if let Some((_, r)) = best(results, 5) {
+    if let Some((_, r)) = best(results, Endpoint::GetDataAkka) {
         let pool = ceiling.map(|_| 4.0 * 1000.0 / latency_ms);
         out.push(format!(
             "/getDataAkka: {} req/s. The handler blocks its HTTP worker until one of the 4 blocking actors replies, \
@@ -133,7 +142,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             pct(r.server.actor_busy_ratio)
         ));
     }
-    if let Some((_, r)) = best(results, 7) {
+    if let Some((_, r)) = best(results, Endpoint::GetDataAkkaAsync) {
         out.push(format!(
             "/getDataAkkaAsync: {} req/s. The actor only starts each read and moves on: up to {} reads were in flight \
              at once, its mailbox held at most {} messages.",
@@ -142,15 +151,17 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             r.server.async_mailbox_max
         ));
     }
-    if let (Some((_, two)), Some((_, one))) = (best(results, 8), best(results, 7)) {
+    if let (Some((_, two)), Some((_, one))) =
+        (best(results, Endpoint::GetDataAkkaAsync2), best(results, Endpoint::GetDataAkkaAsync))
+    {
         out.push(format!(
             "/getDataAkkaAsync2 (two asks in sequence): {} req/s, {} of /getDataAkkaAsync.",
             rps(two.rps),
             pct(two.rps / one.rps.max(1e-9))
         ));
     }
-    if let Some((_, r)) = best(results, 9) {
-        let vs_async = best(results, 3).map_or(String::new(), |(_, a)| {
+    if let Some((_, r)) = best(results, Endpoint::GetDataSpawnBlocking) {
+        let vs_async = best(results, Endpoint::GetDataAsync).map_or(String::new(), |(_, a)| {
             format!(", against {:.1} µs for /getDataAsync", a.server_cpu_per_request_us)
         });
         out.push(format!(
@@ -162,8 +173,8 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             vs_async
         ));
     }
-    let row = |id: u32| results.normalized.iter().find(|n| n.test_id == id);
-    if let (Some(b), Some(a)) = (row(2), row(3))
+    let row = |e: Endpoint| results.normalized.iter().find(|n| Some(n.test_id) == e.test_id());
+    if let (Some(b), Some(a)) = (row(Endpoint::GetData), row(Endpoint::GetDataAsync))
         && let (Some(sb), Some(bb), Some(sa), Some(ba)) = (b.seed, b.blocklab, a.seed, a.blocklab)
     {
         out.push(format!(
@@ -179,7 +190,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if failed > 0 {
         out.push(format!("{failed} requests failed without a response (see the per-run table for where)."));
     }
-    for t in results.tests.iter().filter(|t| t.status != "ok") {
+    for t in results.tests.iter().filter(|t| t.status != RunStatus::Ok) {
         out.push(format!(
             "Test ID {} {} {}: {}",
             t.test_id,

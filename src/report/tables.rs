@@ -1,7 +1,8 @@
 //! The tables of a bench report, built once as data and rendered as
 //! Markdown (results.md, stdout) or HTML (report.html).
 
-use crate::experiment::results::{BenchResults, RunRecord, TestRecord};
+use crate::experiment::results::{BenchResults, RunRecord, RunStatus, TestRecord};
+use crate::server::Endpoint;
 
 /// A table: headers and rows of cells.
 pub struct Table {
@@ -48,10 +49,8 @@ pub fn pct(v: f64) -> String {
 
 /// The API as the seed labelled it (`/getData (Blocking)`).
 pub fn label(test: &TestRecord) -> String {
-    match test.test_id {
-        2 | 5 => format!("{} (Blocking)", test.api),
-        _ => test.api.clone(),
-    }
+    let blocking = [Endpoint::GetData, Endpoint::GetDataAkka].map(Endpoint::test_id);
+    if blocking.contains(&Some(test.test_id)) { format!("{} (Blocking)", test.api) } else { test.api.clone() }
 }
 
 fn runs(results: &BenchResults) -> impl Iterator<Item = (&TestRecord, &RunRecord)> {
@@ -173,12 +172,12 @@ pub fn failures(results: &BenchResults) -> Option<Table> {
     let rows: Vec<Vec<String>> = results
         .tests
         .iter()
-        .filter(|t| t.status != "ok")
+        .filter(|t| t.status != RunStatus::Ok)
         .map(|t| {
             vec![
                 t.test_id.to_string(),
                 t.api.clone(),
-                t.status.clone(),
+                t.status.to_string(),
                 t.failure.clone().unwrap_or_default(),
             ]
         })
@@ -243,6 +242,7 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::results::TestId;
 
     #[test]
     fn numbers_get_the_precision_their_size_deserves() {
@@ -265,10 +265,10 @@ mod tests {
     #[test]
     fn the_seed_labels_its_blocking_apis() {
         let test = |id: u32, api: &str| TestRecord {
-            test_id: id,
+            test_id: TestId(id),
             api: api.into(),
             model: String::new(),
-            status: "ok".into(),
+            status: RunStatus::Ok,
             failure: None,
             runs: Vec::new(),
         };

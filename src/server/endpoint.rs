@@ -2,6 +2,18 @@
 //! Test IDs. The single list here is what the router, `/metrics` and the
 //! experiment runner all read, so a new model is added in one place.
 
+/// A Test ID: the seed study's numbering of its APIs (1–8, no 6), 9 and up
+/// for blocklab's own endpoints. In the outputs, a plain number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct TestId(pub u32);
+
+impl std::fmt::Display for TestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// One route of the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
@@ -75,18 +87,19 @@ impl Endpoint {
     }
 
     /// The seed study's Test ID (1–8, no 6 as in the seed); 9 and up for blocklab's own.
-    pub fn test_id(self) -> Option<u32> {
-        match self {
-            Endpoint::Test => Some(1),
-            Endpoint::GetData => Some(2),
-            Endpoint::GetDataAsync => Some(3),
-            Endpoint::GetDataAsync2 => Some(4),
-            Endpoint::GetDataAkka => Some(5),
-            Endpoint::GetDataAkkaAsync => Some(7),
-            Endpoint::GetDataAkkaAsync2 => Some(8),
-            Endpoint::GetDataSpawnBlocking => Some(9),
-            Endpoint::Delay | Endpoint::Metrics | Endpoint::Other => None,
-        }
+    pub fn test_id(self) -> Option<TestId> {
+        let id = match self {
+            Endpoint::Test => 1,
+            Endpoint::GetData => 2,
+            Endpoint::GetDataAsync => 3,
+            Endpoint::GetDataAsync2 => 4,
+            Endpoint::GetDataAkka => 5,
+            Endpoint::GetDataAkkaAsync => 7,
+            Endpoint::GetDataAkkaAsync2 => 8,
+            Endpoint::GetDataSpawnBlocking => 9,
+            Endpoint::Delay | Endpoint::Metrics | Endpoint::Other => return None,
+        };
+        Some(TestId(id))
     }
 
     /// One line on the execution model, for `--help`, logs and reports.

@@ -6,7 +6,7 @@
 use plotters::prelude::*;
 
 use super::{StepStatus, SweepResults};
-use crate::report::charts::Chart;
+use crate::harness::render::Chart;
 
 const COLORS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),

@@ -4,8 +4,7 @@
 
 use super::report::verdict;
 use super::{DeathKind, StepStatus, SweepResults, TargetResult};
-use crate::report::charts::Chart;
-use crate::report::html::{STYLE, escape, strip_xml_decl};
+use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
 
 /// Sentences that explain the sweep, one or two per target.
 pub fn reading(results: &SweepResults) -> Vec<String> {
@@ -146,8 +145,8 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     body += &markdown_table_to_html(&super::report::markdown(results));
     body += "<h2>Conditions</h2><dl>";
     let conditions = [
-        ("targets' CPUs", crate::experiment::placement::list(&results.placement.server_cpus)),
-        ("load's CPUs", crate::experiment::placement::list(&results.placement.load_cpus)),
+        ("targets' CPUs", crate::harness::placement::list(&results.placement.server_cpus)),
+        ("load's CPUs", crate::harness::placement::list(&results.placement.load_cpus)),
         ("JVM options", results.jvm_opts.clone()),
         ("Rust targets' allocator", results.allocator.clone()),
         ("started", results.started.clone()),
@@ -188,54 +187,4 @@ fn markdown_table_to_html(md: &str) -> String {
         out += "</tr>";
     }
     out + "</table>"
-}
-
-/// `index.html` of `blocklab studies`: one page that leads to both reports,
-/// each with its reading (from its `results.md`).
-pub fn index(dir: &std::path::Path) -> String {
-    let mut body = String::from("<h1>blocklab — both studies</h1>");
-    body += "<p class=\"sub\">What blocking calls, thread pools and actors do to a web service, measured on this machine.</p>";
-    for (folder, title, about) in [
-        (
-            "bench",
-            "Study 1: the seed's endpoints, one execution model each",
-            "Play + Neo4j + Akka translated to Rust: requests per second and latency of each endpoint, and what the server's threads did.",
-        ),
-        (
-            "sweep",
-            "Study 2: slow requests, a memory cap, and who survives",
-            "Spring Web (Tomcat) against WebFlux (Netty), and blocklab's four server models: concurrency stepped up under a 50 MiB cap.",
-        ),
-    ] {
-        body += &format!(
-            "<h2><a href=\"{folder}/report.html\">{}</a></h2><p>{}</p>",
-            escape(title),
-            escape(about)
-        );
-        match std::fs::read_to_string(dir.join(folder).join("results.md")) {
-            Ok(md) => {
-                let reading: Vec<&str> = md
-                    .split("## Reading")
-                    .nth(1)
-                    .unwrap_or("")
-                    .lines()
-                    .take_while(|l| !l.starts_with("## "))
-                    .filter_map(|l| l.strip_prefix("- "))
-                    .collect();
-                body += "<ul class=\"reading\">";
-                for line in reading {
-                    body += &format!("<li>{}</li>", escape(line));
-                }
-                body += "</ul>";
-            }
-            Err(_) => {
-                body += "<p class=\"fail\">This study wrote no results (it failed or was interrupted before the end).</p>"
-            }
-        }
-    }
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blocklab</title>\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head>\
-         <body>{body}</body></html>\n"
-    )
 }

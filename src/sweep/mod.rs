@@ -16,9 +16,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use crate::experiment::placement::{self, Placement};
-use crate::experiment::server_process::ServerProcess;
 use crate::harness::cgroup::MemoryCgroup;
+use crate::harness::placement::{self, Placement};
+use crate::harness::target::ServerProcess;
 use crate::server::Model;
 use step::StepLoad;
 

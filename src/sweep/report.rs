@@ -64,8 +64,8 @@ pub fn markdown(results: &SweepResults) -> String {
          load on CPUs {}. JVM peers: `{}`. Rust targets: {}.\n",
         results.delay_ms,
         results.timeout_ms,
-        crate::experiment::placement::list(&results.placement.server_cpus),
-        crate::experiment::placement::list(&results.placement.load_cpus),
+        crate::harness::placement::list(&results.placement.server_cpus),
+        crate::harness::placement::list(&results.placement.load_cpus),
         results.jvm_opts,
         results.allocator
     );

@@ -1,9 +1,26 @@
-//! The conditions a report states: the machine, the versions, the database.
+//! The conditions a report states: the machine and the versions.
 
 use std::collections::BTreeMap;
 
 use super::placement::allowed_cpus;
-use super::results::Machine;
+use serde::{Deserialize, Serialize};
+
+/// The machine a study ran on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    /// CPU model name.
+    pub cpu_model: String,
+    /// CPUs online.
+    pub cpus_online: usize,
+    /// CPUs this process could use.
+    pub cpus_allowed: Vec<usize>,
+    /// Memory (GiB).
+    pub memory_gib: f64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Host name.
+    pub hostname: String,
+}
 
 /// Facts about this machine, from /proc and /sys.
 pub fn machine() -> Machine {
