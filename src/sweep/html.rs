@@ -149,6 +149,17 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
         ("load's CPUs", crate::harness::placement::list(&results.placement.load_cpus)),
         ("JVM options", results.jvm_opts.clone()),
         ("Rust targets' allocator", results.allocator.clone()),
+        (
+            "machine",
+            format!(
+                "{}, {} CPUs online, {} GiB, kernel {}",
+                results.machine.cpu_model,
+                results.machine.cpus_online,
+                results.machine.memory_gib,
+                results.machine.kernel
+            ),
+        ),
+        ("versions", results.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")),
         ("started", results.started.clone()),
         ("wall time", format!("{:.0} s", results.wall_s)),
     ];

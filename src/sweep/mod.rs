@@ -254,6 +254,10 @@ pub struct SweepResults {
     pub allocator: String,
     /// Things the reader must know (no cap, shared CPUs, peers not built).
     pub warnings: Vec<String>,
+    /// The machine.
+    pub machine: crate::harness::conditions::Machine,
+    /// blocklab's, rustc's and the key crates' versions, and Java's when a JVM peer ran.
+    pub versions: std::collections::BTreeMap<String, String>,
     /// Per target.
     pub targets: Vec<TargetResult>,
 }
@@ -288,8 +292,16 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         jvm_opts: std::env::var("JAVA_OPTS").unwrap_or_else(|_| JVM_OPTS.to_string()),
         allocator: "mimalloc, built without transparent huge pages (feature no_thp)".to_string(),
         warnings,
+        machine: crate::harness::conditions::machine(),
+        versions: crate::harness::conditions::versions(),
         targets: Vec::new(),
     };
+    if plan.targets.iter().any(Target::is_jvm)
+        && let Ok(out) = Command::new("java").arg("-version").output()
+    {
+        let text = String::from_utf8_lossy(&out.stderr);
+        results.versions.insert("java".to_string(), text.lines().next().unwrap_or("").to_string());
+    }
     for target in &plan.targets {
         if target.is_jvm() && !peer_built(plan, target) {
             let w = format!(
