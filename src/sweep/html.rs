@@ -31,6 +31,11 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
                         first_line(&d.detail)
                     )
                 }
+                DeathKind::Unresponsive if d.detail.contains("OutOfMemoryError") => format!(
+                    "{} ran out of heap at {} concurrent requests (java.lang.OutOfMemoryError in its stderr): \
+                     the JVM stayed alive but no longer answered /test within 2 s — the seed's Tomcat died the same way.",
+                    t.name, d.level
+                ),
                 DeathKind::Unresponsive => format!(
                     "{} was alive after {} concurrent requests but no longer answered /test within 2 s ({}).",
                     t.name,
