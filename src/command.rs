@@ -44,6 +44,11 @@ impl Failure {
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<(), Failure> {
+    if !matches!(cli.command, Command::Seed(_)) {
+        // Thousands of connections need thousands of descriptors; children inherit it.
+        let limit = crate::harness::raise_nofile();
+        tracing::debug!(?limit, "RLIMIT_NOFILE soft limit");
+    }
     match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Load(args) => load(&args),
@@ -62,8 +67,7 @@ fn studies(args: &StudiesArgs) -> Result<(), Failure> {
     // Both plans are checked before anything starts.
     bench_args.plan().map_err(Failure::Usage)?;
     sweep_args.plan().map_err(Failure::Usage)?;
-    std::fs::create_dir_all(&out)
-        .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", out.display())))?;
+    writable_dir(&out)?;
     eprintln!("studies: study 1 (bench) into {}, then study 2 (sweep)", out.join("bench").display());
     let first = bench(&bench_args);
     let second = if matches!(first, Err(Failure::Interrupted)) {
@@ -96,14 +100,7 @@ fn studies(args: &StudiesArgs) -> Result<(), Failure> {
 /// .csv into the output folder; partial results and exit 130 on SIGINT.
 fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     let plan = args.plan().map_err(Failure::Usage)?;
-    // Created (and proven writable) before any target starts.
-    std::fs::create_dir_all(&plan.out)
-        .and_then(|()| std::fs::write(plan.out.join(".blocklab-sweep"), b""))
-        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", plan.out.display())))?;
-    let _ = std::fs::remove_file(plan.out.join(".blocklab-sweep"));
-    if let Some(limit) = crate::harness::raise_nofile() {
-        tracing::debug!(limit, "descriptors");
-    }
+    writable_dir(&plan.out)?;
     if plan.placement.pinned && !plan.placement.shared {
         crate::harness::pin_self(&crate::harness::placement::list(&plan.placement.load_cpus));
     }
@@ -168,8 +165,7 @@ fn seed(args: &SeedArgs) -> Result<(), Failure> {
 fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let mut plan = args.plan().map_err(Failure::Usage)?;
     plan.progress = std::io::stderr().is_terminal();
-    std::fs::create_dir_all(&plan.out)
-        .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", plan.out.display())))?;
+    writable_dir(&plan.out)?;
     if let Some(warning) = plan.placement.warning() {
         eprintln!("blocklab: warning: {warning}");
     }
@@ -208,6 +204,16 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// Creates `dir` and proves it writable, before any server or load starts:
+/// a bad `--out` is a usage error, never a lost run at the end.
+fn writable_dir(dir: &std::path::Path) -> Result<(), Failure> {
+    let probe = dir.join(".blocklab-write-probe");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", dir.display())))
 }
 
 /// Sets `flag` on the first SIGINT or SIGTERM, from a thread of its own.

@@ -99,13 +99,18 @@ fn a_slow_client_is_served_and_a_vanishing_one_costs_nothing() {
 }
 
 /// Any bytes, in any split, after a valid request line or not: the server
-/// answers or closes, and goes on serving.
+/// answers or closes, and goes on serving, under every model.
 #[test]
 fn arbitrary_bytes_never_break_the_server() {
+    for model in ["lean", "reactive", "pool", "thread"] {
+        arbitrary_bytes_never_break(Listening::serve(&["--model", model, "--workers", "1"]));
+    }
+}
+
+fn arbitrary_bytes_never_break(server: Listening) {
     use proptest::test_runner::{Config, TestRunner};
-    let server = lean();
     let strategy = (prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..4), any::<bool>());
-    let mut runner = TestRunner::new(Config { cases: 48, ..Config::default() });
+    let mut runner = TestRunner::new(Config { cases: 32, ..Config::default() });
     let result = runner.run(&strategy, |(chunks, valid_prefix)| {
         let mut stream = TcpStream::connect(server.addr).unwrap();
         stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
