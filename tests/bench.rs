@@ -83,7 +83,7 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "-n", "10", "-c", "20"], "smaller than -c"),
         (vec!["bench", "--runs", "0"], "--runs"),
         (vec!["bench", "--db-latency", "soon"], "--db-latency"),
-        (vec!["bench", "--out", "/proc/blocklab-cannot-write-here"], "cannot create"),
+        (vec!["bench", "--out", "/proc/blocklab-cannot-write-here"], "cannot write into"),
     ] {
         let out = common::output_within(
             Command::new(env!("CARGO_BIN_EXE_blocklab")).args(&args),

@@ -189,6 +189,10 @@ fn a_running_service_by_url_and_the_uncapped_path() {
     assert_eq!(target(&results, "reactive")["highest_full_success"], 5);
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(md.contains("**Warning:** cgroups off"), "{md}");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().contains("cgroups off"), "{csv}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("cgroups off"), "the report does not carry the warning");
 }
 
 #[test]

@@ -145,7 +145,9 @@ pub fn csv(results: &SweepResults) -> String {
     for o in Outcome::ALL {
         let _ = write!(out, ",{}", o.name());
     }
-    out.push('\n');
+    // The run's warnings (no cap, shared CPUs) travel with every row.
+    out.push_str(",warnings\n");
+    let warnings = csv_field(&results.warnings.join("; "));
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
     for t in &results.targets {
         for s in &t.steps {
@@ -172,14 +174,14 @@ pub fn csv(results: &SweepResults) -> String {
             for o in Outcome::ALL {
                 let _ = write!(out, ",{}", s.load.as_ref().map_or(String::new(), |l| l.count(o).to_string()));
             }
-            out.push('\n');
+            let _ = writeln!(out, ",{warnings}");
         }
     }
     out
 }
 
 fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() }
+    if v.contains([',', '"', '\n', ';']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() }
 }
 
 /// Writes `results.md`, `results.json`, `results.csv`, the charts and
