@@ -107,7 +107,7 @@ A target that died is reported with how and where; its later levels are not run.
 
 Examples:
   blocklab sweep                                  # all six targets, the seed's levels, 50 MiB cap
-  blocklab sweep --quick                          # three levels, 1 s delay: about a minute
+  blocklab sweep --quick                          # three levels, 1 s delay: under a minute
   blocklab sweep --targets lean,reactive --levels 1000,5000,10000
   blocklab sweep --targets tomcat,netty --jvm-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
@@ -142,7 +142,7 @@ pub struct SweepArgs {
     #[arg(long, default_value = "60s", value_parser = parse_positive_duration, value_name = "DUR")]
     pub timeout: Duration,
 
-    /// Three levels (100, 500, 1000) and a 1 s delay: about a minute for all targets.
+    /// Three levels (100, 400, 800) and a 1 s delay: under a minute for all six targets.
     #[arg(long)]
     pub quick: bool,
 

@@ -25,7 +25,7 @@ use step::StepLoad;
 /// The seed's levels of concurrency, and blocklab's beyond them.
 pub const DEFAULT_LEVELS: [usize; 10] = [100, 200, 400, 600, 700, 800, 1000, 2000, 5000, 10_000];
 /// `--quick`: three levels.
-pub const QUICK_LEVELS: [usize; 3] = [100, 500, 1000];
+pub const QUICK_LEVELS: [usize; 3] = [100, 400, 800];
 /// The JVM peers' options, the seed's heap.
 pub const JVM_OPTS: &str = "-Xms25M -Xmx50M";
 
