@@ -115,3 +115,27 @@ fn an_unwritable_output_path_is_a_usage_error_before_anything_runs() {
     }
     let _ = std::fs::remove_file(&file);
 }
+
+/// `load` with fewer descriptors than connections: the connections it cannot
+/// open are counted as its own limit, not as the server refusing.
+#[test]
+fn load_counts_its_own_descriptor_limit_apart_from_the_server() {
+    let server = Listening::serve(&["--model", "lean", "--workers", "1"]);
+    let json = std::env::temp_dir().join(format!("blocklab-load-limit-{}.json", std::process::id()));
+    let url = format!("http://{}/test", server.addr);
+    let mut command = limited(
+        24,
+        24,
+        &["load", "-c", "60", "-n", "60", "--timeout", "5s", "--json", json.to_str().unwrap(), &url],
+    );
+    let out = output_within(&mut command, Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let limited = report["errors"]["load_side_limit"].as_u64().unwrap();
+    assert!(limited > 0, "no load-side failures counted: {text}");
+    assert_eq!(report["errors"]["connect_refused"], 0, "{text}");
+    assert_eq!(report["errors"]["connect_error"], 0, "{text}");
+    assert!(text.contains("load-side limit (descriptors or ports)"), "{text}");
+    common::validate_schema("schema/load-result.json", &report);
+    let _ = std::fs::remove_file(&json);
+}

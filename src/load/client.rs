@@ -40,11 +40,16 @@ pub enum ErrorKind {
     /// The response was not valid HTTP.
     #[error("malformed response")]
     Protocol,
+    /// This side could not open the connection: out of file descriptors
+    /// (EMFILE, ENFILE) or of ephemeral ports (EADDRNOTAVAIL). The load
+    /// generator's limit, not the server's failure.
+    #[error("load-side limit (descriptors or ports)")]
+    LoadSideLimit,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -52,6 +57,7 @@ impl ErrorKind {
         ErrorKind::ConnectionReset,
         ErrorKind::ClosedEarly,
         ErrorKind::Protocol,
+        ErrorKind::LoadSideLimit,
     ];
 
     /// The key used in the JSON report.
@@ -64,6 +70,7 @@ impl ErrorKind {
             ErrorKind::ConnectionReset => "connection_reset",
             ErrorKind::ClosedEarly => "closed_early",
             ErrorKind::Protocol => "protocol_error",
+            ErrorKind::LoadSideLimit => "load_side_limit",
         }
     }
 
@@ -114,6 +121,8 @@ pub enum SendFailure {
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Connection, ErrorKind> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Err(_) => return Err(ErrorKind::ConnectTimeout),
+        // EMFILE, ENFILE, EADDRNOTAVAIL: this side's limits.
+        Ok(Err(e)) if matches!(e.raw_os_error(), Some(23 | 24 | 99)) => return Err(ErrorKind::LoadSideLimit),
         Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => return Err(ErrorKind::ConnectRefused),
         Ok(Err(e)) if e.kind() == io::ErrorKind::TimedOut => return Err(ErrorKind::ConnectTimeout),
         Ok(Err(_)) => return Err(ErrorKind::ConnectError),
