@@ -200,7 +200,18 @@ fn the_jvm_peers_in_a_short_sweep() {
     let dir = temp_dir("sweep-jvm");
     let (out, results) = sweep(
         &dir,
-        &["--targets", "tomcat,netty", "--levels", "10,30", "--delay", "100ms", "--timeout", "20s"],
+        &[
+            "--targets",
+            "tomcat,netty",
+            "--levels",
+            "10,30",
+            "--delay",
+            "100ms",
+            "--timeout",
+            "20s",
+            "--jvm-memory",
+            "400MiB",
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -208,6 +219,7 @@ fn the_jvm_peers_in_a_short_sweep() {
         let t = target(&results, name);
         assert_eq!(t["highest_full_success"], 30, "{t:#}");
         assert!(t["steps"][1]["peak_threads"].as_u64().unwrap() > 5, "{t:#}");
+        assert_eq!(t["cap_bytes"], 400 << 20, "--jvm-memory caps the whole JVM: {t:#}");
     }
 }
 
