@@ -164,6 +164,11 @@ impl Drop for MemoryCgroup {
     }
 }
 
+/// `Ok` if this process can create memory cgroups under its own; else why not.
+pub fn available() -> Result<(), String> {
+    own_memory_cgroup().map(|_| ())
+}
+
 /// This process's own memory cgroup directory and its hierarchy's version.
 fn own_memory_cgroup() -> Result<(PathBuf, Version), String> {
     let text = std::fs::read_to_string("/proc/self/cgroup")

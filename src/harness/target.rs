@@ -152,15 +152,7 @@ impl ServerProcess {
     /// Its peak resident memory so far, in bytes.
     pub fn peak_rss(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        Some(kb * 1024)
+        Some(crate::server::metrics::status_field(&status, "VmHWM:")? * 1024)
     }
 
     /// SIGTERM, then up to `grace` to exit, then SIGKILL. Returns how it ended.

@@ -32,7 +32,7 @@ pub const SERVER_HEADER: &str = concat!("blocklab/", env!("CARGO_PKG_VERSION"));
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    inner: Arc<Shared>,
+    inner: Arc<Parts>,
 }
 
 /// The parts of an [`AppState`].
@@ -55,25 +55,20 @@ pub struct Parts {
     pub info: Vec<(&'static str, String)>,
 }
 
-struct Shared {
-    parts: Parts,
-}
-
 impl AppState {
     /// Puts the parts together.
     pub fn new(parts: Parts) -> AppState {
-        AppState { inner: Arc::new(Shared { parts }) }
+        AppState { inner: Arc::new(parts) }
     }
 
     /// The server model.
     pub fn model(&self) -> Model {
-        self.inner.parts.model
+        self.inner.model
     }
 
     /// The request threads of the pool and thread models.
     pub fn request_threads(&self) -> Result<&Arc<RequestThreads>, AppError> {
         self.inner
-            .parts
             .threads
             .as_ref()
             .ok_or(AppError::NotInModel { path: "this endpoint".to_string(), model: self.model() })
@@ -81,18 +76,17 @@ impl AppState {
 
     /// The database.
     pub fn backend(&self) -> &Arc<dyn GraphBackend> {
-        &self.inner.parts.backend
+        &self.inner.backend
     }
 
     /// The number of nodes: valid ids are `1..=nodes`.
     pub fn nodes(&self) -> u64 {
-        self.inner.parts.nodes
+        self.inner.nodes
     }
 
     /// The actor system, which only the reactive model runs.
     pub fn actors(&self) -> Result<&ActorSystem, AppError> {
         self.inner
-            .parts
             .actors
             .as_ref()
             .ok_or(AppError::NotInModel { path: "this endpoint".to_string(), model: self.model() })
@@ -100,12 +94,12 @@ impl AppState {
 
     /// The server's figures.
     pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.parts.metrics
+        &self.inner.metrics
     }
 
     /// The whole `/metrics` text.
     pub fn render_metrics(&self) -> String {
-        let parts = &self.inner.parts;
+        let parts = &self.inner;
         let probes: Vec<&RuntimeProbe> =
             parts.http.iter().chain(parts.actors.as_ref().map(ActorSystem::probe)).collect();
         parts.metrics.render(&parts.info, &probes)

@@ -269,8 +269,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
     if !plan.use_cgroups {
         warnings
             .push("cgroups off (--no-cgroup): targets run uncapped and their memory is not measured".into());
-    } else if let Err(e) = MemoryCgroup::create(&format!("blocklab-sweep-probe-{}", std::process::id()), None)
-    {
+    } else if let Err(e) = crate::harness::cgroup::available() {
         warnings.push(format!("no memory cap can be set ({e}): targets run uncapped"));
     }
     for w in &warnings {
@@ -483,30 +482,28 @@ async fn interrupted(interrupt: &AtomicBool) {
 /// After a step: alive? OOM-killed? still answering within 2 s?
 fn check_life(
     runtime: &tokio::runtime::Runtime,
-    server: Option<&mut ServerProcess>,
+    mut server: Option<&mut ServerProcess>,
     cgroup: Option<&MemoryCgroup>,
     oom_before: u64,
     addr: SocketAddr,
     host: &str,
     level: usize,
 ) -> Option<Death> {
-    let probe_path = if server.is_some() { "/test" } else { "/" };
-    if let Some(server) = server {
-        if let Err(detail) = server.check_alive() {
-            let oom = cgroup.is_some_and(|c| c.oom_kills() > oom_before);
-            let how = if oom { DeathKind::OomKilled } else { DeathKind::Exited };
-            return Some(Death { level, how, detail });
-        }
-        let answered = runtime.block_on(step::probe(addr, host, probe_path, Duration::from_secs(2)));
-        return answered.err().map(|e| {
-            // What the process said last (a JVM's OutOfMemoryError, say) explains it.
-            let tail = server.stderr_tail();
-            let detail = if tail.is_empty() { e } else { format!("{e}; stderr: {}", last_lines(&tail, 5)) };
-            Death { level, how: DeathKind::Unresponsive, detail }
-        });
+    if let Some(server) = &mut server
+        && let Err(detail) = server.check_alive()
+    {
+        let oom = cgroup.is_some_and(|c| c.oom_kills() > oom_before);
+        let how = if oom { DeathKind::OomKilled } else { DeathKind::Exited };
+        return Some(Death { level, how, detail });
     }
-    let answered = runtime.block_on(step::probe(addr, host, probe_path, Duration::from_secs(2)));
-    answered.err().map(|detail| Death { level, how: DeathKind::Unresponsive, detail })
+    // A managed target answers /test; a running service (--url) anything at /.
+    let probe_path = if server.is_some() { "/test" } else { "/" };
+    let unanswered = runtime.block_on(step::probe(addr, host, probe_path, Duration::from_secs(2))).err()?;
+    // What the process said last (a JVM's OutOfMemoryError, say) explains it.
+    let tail = server.map(|s| s.stderr_tail()).unwrap_or_default();
+    let detail =
+        if tail.is_empty() { unanswered } else { format!("{unanswered}; stderr: {}", last_lines(&tail, 5)) };
+    Some(Death { level, how: DeathKind::Unresponsive, detail })
 }
 
 /// Samples a process's threads and its cgroup's memory (page cache excluded)
