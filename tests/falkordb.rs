@@ -339,6 +339,101 @@ fn bench_passes_credentials_to_its_servers_without_writing_them_anywhere() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// One command to a Redis-protocol server on 127.0.0.1:`port`, after
+/// `AUTH password` when given; returns the command's reply line.
+fn redis_command(port: u16, password: Option<&str>, args: &[&str]) -> String {
+    use std::io::{BufRead, Write};
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    let mut send = |args: &[&str]| {
+        let mut wire = format!("*{}\r\n", args.len());
+        for arg in args {
+            wire += &format!("${}\r\n{arg}\r\n", arg.len());
+        }
+        (&stream).write_all(wire.as_bytes()).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    };
+    if let Some(password) = password {
+        assert_eq!(send(&["AUTH", password]), "+OK");
+    }
+    send(args)
+}
+
+/// `serve` answers `/getData` and `/getDataAsync` from the database `url` names.
+fn serve_reads_through(url: &str) {
+    let server = common::Listening::serve(&["--db", url]);
+    for path in ["/getData?id=3", "/getDataAsync?id=3"] {
+        let reply = common::raw_exchange(
+            server.addr,
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            Duration::from_secs(10),
+        );
+        assert!(reply.starts_with("HTTP/1.1 200"), "{path}: {reply}");
+        assert!(reply.contains("resource3"), "{path}: {reply}");
+    }
+}
+
+/// A password with each character a URL reserves, set on a real FalkorDB
+/// (`CONFIG SET requirepass`), reaches it through `seed`, `serve` and `bench`
+/// when percent-encoded in `--db`; a wrong one is refused, and none leaks.
+#[test]
+fn passwords_with_reserved_characters_reach_the_database() {
+    if falkor_url().is_none() {
+        return;
+    }
+    let falkor = OwnFalkor::start(dead_port());
+    let url = |encoded: &str| format!("falkor://default:{encoded}@127.0.0.1:{}/auth", falkor.port);
+    let mut current: Option<&str> = None;
+    for (password, encoded) in [
+        ("p@ss", "p%40ss"),
+        ("p:ss", "p%3Ass"),
+        ("p/ss", "p%2Fss"),
+        ("p#ss", "p%23ss"),
+        ("p%ss", "p%25ss"),
+        ("p ss", "p%20ss"),
+        ("a@:/#% z", "a%40%3A%2F%23%25%20z"),
+    ] {
+        assert_eq!(redis_command(falkor.port, current, &["CONFIG", "SET", "requirepass", password]), "+OK");
+        current = Some(password);
+        assert!(seed(&url(encoded), 100).contains(": 100 Content nodes"), "seed with {password:?}");
+        serve_reads_through(&url(encoded));
+    }
+    // The password is checked: a wrong one fails seed with an authentication error that does not quote it.
+    let wrong = common::output_within(
+        blocklab().args(["seed", "--db", &url("a%40%3A%2F%23%25%20y"), "--nodes", "20"]),
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert_ne!(wrong.status.code(), Some(0), "seed with a wrong password succeeded");
+    assert!(!stderr.contains("a@:/#% y") && !stderr.contains("%20y"), "{stderr}");
+
+    let out_dir = std::env::temp_dir().join(format!("blocklab-bench-auth-{}", std::process::id()));
+    let run = common::output_within(
+        blocklab()
+            .args(["bench", "--quick", "-n", "200", "--apis", "1,3", "--nodes", "100", "--db"])
+            .arg(url("a%40%3A%2F%23%25%20z"))
+            .arg("--out")
+            .arg(&out_dir),
+        Duration::from_secs(300),
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap()).unwrap();
+    for test in results["tests"].as_array().unwrap() {
+        assert_eq!(test["runs"][0]["ok"], 200, "{test:#}");
+    }
+    let mut everything =
+        String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
+    for entry in walk(&out_dir) {
+        everything += &std::fs::read_to_string(entry).unwrap_or_default();
+    }
+    assert!(!everything.contains("a@:/#% z") && !everything.contains("%20z"), "the password leaked");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {

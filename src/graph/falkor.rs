@@ -50,11 +50,9 @@ impl std::fmt::Display for FalkorTarget {
 
 impl FalkorTarget {
     /// The connection URL the crate takes, credentials included.
+    /// The redis crate percent-decodes the user and password it finds there.
     fn connection_url(&self) -> String {
-        match &self.credentials {
-            Some((user, password)) => format!("falkor://{user}:{password}@{}:{}", self.host, self.port),
-            None => format!("falkor://{}:{}", self.host, self.port),
-        }
+        super::with_credentials(&format!("redis://{}:{}", self.host, self.port), self.credentials.as_ref())
     }
 }
 
@@ -398,4 +396,45 @@ fn content_from_values(id: i64, values: Vec<FalkorValue>) -> Result<Content, Gra
         Some(FalkorValue::String(s)) => Ok(s.clone()),
         other => Err(format!("{other:?}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::DbUrl;
+
+    /// Every reserved character a password may hold reaches the redis client
+    /// as it was typed, however it was percent-encoded in `--db`.
+    #[test]
+    fn the_driver_gets_the_password_as_typed() {
+        for (encoded, password) in [
+            ("p%40ss", "p@ss"),
+            ("p%3Ass", "p:ss"),
+            ("p%2Fss", "p/ss"),
+            ("p%23ss", "p#ss"),
+            ("p%25ss", "p%ss"),
+            ("p%2541", "p%41"),
+            ("p%20ss", "p ss"),
+            ("a%40%3A%2F%23%25%20%3F%2Bz", "a@:/#% ?+z"),
+        ] {
+            let DbUrl::Falkor(target) =
+                format!("falkor://user%40x:{encoded}@127.0.0.1:6390/g").parse::<DbUrl>().unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(target.credentials, Some(("user@x".to_string(), password.to_string())));
+            let FalkorConnectionInfo::Redis(info) =
+                FalkorConnectionInfo::try_from(target.connection_url().as_str()).unwrap();
+            assert_eq!(info.redis_settings().password(), Some(password), "{encoded}");
+            assert_eq!(info.redis_settings().username(), Some("user@x"), "{encoded}");
+            assert_eq!(info.addr().to_string(), "127.0.0.1:6390");
+        }
+        let DbUrl::Falkor(target) = "falkor://:only%23pw@db".parse::<DbUrl>().unwrap() else { panic!() };
+        let FalkorConnectionInfo::Redis(info) =
+            FalkorConnectionInfo::try_from(target.connection_url().as_str()).unwrap();
+        assert_eq!(
+            (info.redis_settings().username(), info.redis_settings().password()),
+            (None, Some("only#pw"))
+        );
+    }
 }

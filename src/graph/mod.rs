@@ -19,7 +19,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use serde::Serialize;
+use url::Url;
 
 pub use dataset::content_record;
 pub use embedded::EmbeddedGraph;
@@ -217,42 +219,55 @@ impl fmt::Display for DbUrl {
 impl FromStr for DbUrl {
     type Err = String;
 
+    /// Parses `--db`. A user or password with reserved characters (`@ : / # % ?`,
+    /// a space) is percent-encoded in it, as in any URL (`p%40ss` for `p@ss`).
+    /// No error message quotes the user or the password.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s == "embedded" {
             return Ok(DbUrl::Embedded);
         }
-        let (scheme, rest) = s.split_once("://").ok_or_else(|| {
-            "expected 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT".to_string()
-        })?;
-        let (credentials, rest) = match rest.rsplit_once('@') {
-            Some((userinfo, rest)) => {
-                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-                (Some((decode(user), decode(password))), rest)
-            }
-            None => (None, rest),
+        let usage = "expected 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT";
+        if !s.contains("://") {
+            return Err(usage.to_string());
+        }
+        let url = Url::parse(s).map_err(|e| format!("{e} in the database URL ({usage})"))?;
+        let scheme = url.scheme();
+        if !matches!(scheme, "falkor" | "redis" | "bolt" | "neo4j") {
+            return Err(format!(
+                "unsupported database scheme '{scheme}': use embedded, falkor:// or bolt://"
+            ));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(format!(
+                "{scheme}:// takes no '?' or '#' part (in a password, write them as %3F and %23)"
+            ));
+        }
+        let host = match url.host_str() {
+            Some(host) if !host.is_empty() => host.to_string(),
+            _ => return Err(format!("{scheme}:// needs a host")),
         };
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let (host, port) = split_host_port(authority, scheme)?;
+        let credentials = match (url.username(), url.password()) {
+            ("", None) => None,
+            (user, password) => Some((decode(user, "user")?, decode(password.unwrap_or(""), "password")?)),
+        };
+        let path = url.path().trim_start_matches('/');
         match scheme {
             "falkor" | "redis" => Ok(DbUrl::Falkor(FalkorTarget {
                 host,
-                port: port.unwrap_or(6379),
-                graph: if path.is_empty() { "content".to_string() } else { path.to_string() },
+                port: url.port().unwrap_or(6379),
+                graph: if path.is_empty() { "content".to_string() } else { decode(path, "graph name")? },
                 credentials,
             })),
-            "bolt" | "neo4j" => {
+            _ => {
                 if !path.is_empty() {
                     return Err(format!("{scheme}:// takes no path (got '/{path}')"));
                 }
                 Ok(DbUrl::Neo4j(Neo4jTarget {
                     scheme: scheme.to_string(),
                     host,
-                    port: port.unwrap_or(7687),
+                    port: url.port().unwrap_or(7687),
                     credentials,
                 }))
-            }
-            other => {
-                Err(format!("unsupported database scheme '{other}': use embedded, falkor:// or bolt://"))
             }
         }
     }
@@ -262,48 +277,45 @@ impl DbUrl {
     /// The URL with its credentials, to hand to a child process through its
     /// environment (`BLOCKLAB_DB`) — never to print, log or put on a command line.
     pub fn full_url(&self) -> String {
-        let userinfo = |c: &Option<(String, String)>| {
-            c.as_ref().map_or(String::new(), |(u, p)| format!("{}:{}@", percent_encode(u), percent_encode(p)))
-        };
         match self {
             DbUrl::Embedded => "embedded".to_string(),
             DbUrl::Falkor(t) => {
-                format!("falkor://{}{}:{}/{}", userinfo(&t.credentials), t.host, t.port, t.graph)
+                let base = format!("falkor://{}:{}/{}", t.host, t.port, encode(&t.graph));
+                with_credentials(&base, t.credentials.as_ref())
             }
-            DbUrl::Neo4j(t) => format!("{}://{}{}:{}", t.scheme, userinfo(&t.credentials), t.host, t.port),
+            DbUrl::Neo4j(t) => {
+                with_credentials(&format!("{}://{}:{}", t.scheme, t.host, t.port), t.credentials.as_ref())
+            }
         }
     }
 }
 
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+/// Everything but the URL's unreserved characters is percent-encoded in a
+/// user, a password or a graph name we write into a URL; `%` included, which
+/// `Url::set_password` would leave as is.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+fn encode(s: &str) -> String {
+    utf8_percent_encode(s, COMPONENT).to_string()
 }
 
-fn split_host_port(authority: &str, scheme: &str) -> Result<(String, Option<u16>), String> {
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
-            let port = port.parse::<u16>().map_err(|_| format!("{scheme}:// has a bad port '{port}'"))?;
-            (host, Some(port))
-        }
-        _ => (authority, None),
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if host.is_empty() {
-        return Err(format!("{scheme}:// needs a host"));
+/// A user or password from a URL, percent-decoded.
+fn decode(s: &str, what: &str) -> Result<String, String> {
+    percent_decode_str(s)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| format!("the database URL's {what} is not UTF-8 once percent-decoded"))
+}
+
+/// `base` (a URL with a host) with `user:password@` set, each percent-encoded.
+pub(crate) fn with_credentials(base: &str, credentials: Option<&(String, String)>) -> String {
+    let mut url = Url::parse(base).expect("a URL built from a parsed host and port");
+    if let Some((user, password)) = credentials {
+        // Both only fail for URLs without a host, and `base` has one.
+        let _ = url.set_username(&encode(user));
+        let _ = url.set_password(Some(&encode(password)));
     }
-    Ok((host.to_string(), port))
-}
-
-/// Percent-decodes a URL user-info part.
-fn decode(s: &str) -> String {
-    form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
-        .next()
-        .map_or_else(|| s.to_string(), |(_, v)| v.into_owned())
+    url.to_string()
 }
 
 /// Opens the database `db` names. Networked databases are not contacted
@@ -371,12 +383,32 @@ mod tests {
         assert!(!format!("{db:?}").contains("secret"));
         let DbUrl::Neo4j(n) = "neo4j://h".parse::<DbUrl>().unwrap() else { panic!() };
         assert_eq!((n.port, n.scheme.as_str()), (7687, "neo4j"));
-        for url in ["falkor://u:p%40ss%2B%20x@db:6379/other", "bolt://neo4j:s3:cr%2Ft@h:7687", "embedded"] {
+        let DbUrl::Falkor(f) = "falkor://[::1]:7000/g%20h".parse::<DbUrl>().unwrap() else { panic!() };
+        assert_eq!((f.host.as_str(), f.port, f.graph.as_str()), ("[::1]", 7000, "g h"));
+        for url in [
+            "falkor://u:p%40ss%2B%20x@db:6379/other",
+            "falkor://u:%40%3A%2F%23%25%20%3F@db:6379/g",
+            "falkor://:pw%2541@db:6379/g%2Fh",
+            "bolt://neo4j:s3:cr%2Ft@h:7687",
+            "neo4j://n%40me:p%23w%25@[::1]:7687",
+            "embedded",
+        ] {
             let db = url.parse::<DbUrl>().unwrap();
             assert_eq!(db.full_url().parse::<DbUrl>().unwrap(), db, "{url} survives full_url()");
         }
-        for bad in ["postgres://x", "falkor://", "falkor://h:notaport", "bolt://h:1/x", "nothing"] {
-            assert!(bad.parse::<DbUrl>().is_err(), "{bad}");
+        for bad in [
+            "postgres://x",
+            "falkor://",
+            "falkor://h:notaport",
+            "bolt://h:1/x",
+            "nothing",
+            "falkor://u:p#w@h:1",
+            "falkor://u:p?w@h:1",
+            "falkor://u:pw@h:1/g?x",
+            "falkor://u:%FF@h:1",
+        ] {
+            let error = bad.parse::<DbUrl>().unwrap_err();
+            assert!(!error.contains("p#w") && !error.contains("p?w"), "{bad}: {error} quotes the password");
         }
     }
 
