@@ -66,8 +66,10 @@ async fn test_waits_behind_blocking_reads_but_not_behind_async_ones() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let beside_async = get(addr, "/test").await;
     non_blocking.await.unwrap();
+    // Behind the blocked worker it would wait at least 2 × LATENCY; beside
+    // non-blocking reads it waits for none of them (LATENCY is margin for a busy machine).
     assert!(
-        beside_async.elapsed < LATENCY / 2,
+        beside_async.elapsed < LATENCY,
         "/test took {:?} beside non-blocking reads",
         beside_async.elapsed
     );

@@ -38,7 +38,9 @@ fn median_latency_is_the_server_delay() {
     let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(20), Some(200))));
     let result = run(&["-k", "-c", "10", "-n", "300", &server.url("/")]);
     let p50 = p(&result, |r| &r.stats.latency, 0.5);
-    assert!(p50 >= Duration::from_millis(19) && p50 <= Duration::from_millis(26), "p50 {p50:?}");
+    // At least the delay; far below what 10 connections queued behind each other
+    // would see (200 ms), with room for a busy machine.
+    assert!(p50 >= Duration::from_millis(19) && p50 < Duration::from_millis(100), "p50 {p50:?}");
     assert_eq!(result.stats.ok, 300);
 }
 
@@ -100,7 +102,7 @@ fn open_loop_correction_reveals_the_stall_that_closed_loop_hides() {
     let closed_p99 = p(&closed, |r| &r.stats.latency, 0.99);
     // Two connections wait out each stall, then thousands of fast requests follow:
     // the stall is under 1 % of the samples, so the closed loop's p99 hides it.
-    assert!(closed_p99 < Duration::from_millis(50), "closed-loop p99 {closed_p99:?}");
+    assert!(closed_p99 < Duration::from_millis(150), "closed-loop p99 {closed_p99:?} (a stall is 500 ms)");
     assert!(closed.stats.latency.max() >= 300_000, "the stall should still be the max");
 }
 
