@@ -446,6 +446,12 @@ pub struct LoadArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub threads: Option<u16>,
 
+    /// Pipelining: N requests written at once per connection, their responses
+    /// read in order, then the next N (as wrk's pipeline script). Closed loop
+    /// with -k only; each request's latency runs from the batch's write.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub pipeline: u16,
+
     /// Also write the result as JSON (schema/load-result.json) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -476,6 +482,7 @@ impl LoadArgs {
         plan.rate = self.rate;
         plan.timeout = self.timeout;
         plan.threads = self.threads.map_or_else(available_cores, usize::from);
+        plan.pipeline = usize::from(self.pipeline);
         plan.method = self.method.parse().map_err(|_| format!("invalid method '{}'", self.method))?;
         for header in &self.headers {
             let (name, value) =

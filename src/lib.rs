@@ -33,6 +33,7 @@ pub mod command;
 pub mod experiment;
 pub mod graph;
 pub mod harness;
+pub mod http1;
 pub mod load;
 pub mod report;
 pub mod server;

@@ -53,7 +53,7 @@ fn bad_flags_give_one_line_and_exit_status_2() {
         (vec!["serve", "--db-latency", "soon"], "--db-latency"),
         (vec!["serve", "--workers", "x"], "--workers"),
         (vec!["serve", "--db", "mysql://neo4j:secret@h:7687"], "unsupported database scheme"),
-        (vec!["serve", "--db", "falkor://neo4j:secret@h:notaport"], "bad port"),
+        (vec!["serve", "--db", "falkor://neo4j:secret@h:notaport"], "invalid port number"),
         (vec!["serve", "--listen", &taken], "in use"),
         (vec!["serve", "--bogus"], "--bogus"),
         (vec!["fly"], "fly"),

@@ -1,20 +1,26 @@
-//! One HTTP/1.1 client connection over hyper, and the classification of every
-//! way a request can fail into an [`ErrorKind`], which the engine counts.
+//! One HTTP/1.1 client connection on blocklab's own wire ([`crate::http1`]),
+//! and the classification of every way a request can fail into an
+//! [`ErrorKind`], which the engine counts.
 //!
-//! Connections are driven on the engine thread's own single-threaded runtime
-//! (`spawn_local`): nothing here crosses threads, so nothing needs a lock.
+//! The request is encoded once per run and written as is; responses are
+//! read into the connection's one buffer, reused for its whole life, and
+//! parsed there with `httparse`. Bodies are counted, not kept. Connections
+//! are driven on the engine thread's own single-threaded runtime: nothing
+//! here crosses threads.
 
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use futures_util::FutureExt;
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::http1::{self, Chunked, Framing, WireError};
+
+/// The buffer a connection starts with; it grows (doubling) for a longer head.
+const BUFFER: usize = 4 * 1024;
+/// The longest response head read; a longer one is a protocol error.
+pub const MAX_HEAD: usize = 256 * 1024;
 
 /// How a request failed without a response. Each kind is counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
@@ -85,26 +91,26 @@ impl ErrorKind {
 pub struct Reply {
     /// The status code.
     pub status: u16,
-    /// Bytes of the response head (status line and headers, as serialized on the wire).
+    /// Bytes of the response head on the wire (interim 1xx heads included).
     pub head_bytes: u64,
-    /// Bytes of the body.
+    /// Bytes of the body (chunk data only, for a chunked body).
     pub body_bytes: u64,
     /// The `Server` header, if asked for and present.
     pub server: Option<String>,
 }
 
-/// The hyper task that reads and writes the socket of one connection.
-type Driver = http1::Connection<TokioIo<TcpStream>, Empty<Bytes>>;
-
-/// An open connection, ready for one request at a time.
-///
-/// Its driver is polled by the request itself (in [`Connection::send`])
-/// instead of in a task of its own: a response then wakes one task, not two,
-/// which is most of what hyper costs per request beyond the parsing.
+/// An open connection: its socket and the buffer responses are read into.
 pub struct Connection {
-    sender: SendRequest<Empty<Bytes>>,
-    driver: std::pin::Pin<Box<Driver>>,
+    stream: TcpStream,
+    buf: Vec<u8>,
+    /// Bytes `buf[start..end]` were read and not consumed yet (the start of
+    /// the next response, when the server answered ahead).
+    start: usize,
+    end: usize,
+    /// The server ended the connection, or a response said it would.
     closed: bool,
+    /// Whether any byte was ever read on it.
+    used: bool,
 }
 
 /// Why [`Connection::send`] got no response.
@@ -117,7 +123,7 @@ pub enum SendFailure {
     Failed(ErrorKind),
 }
 
-/// Connects to `addr` within `timeout` and starts the HTTP/1.1 connection.
+/// Connects to `addr` within `timeout`.
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Connection, ErrorKind> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Err(_) => return Err(ErrorKind::ConnectTimeout),
@@ -129,102 +135,189 @@ pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Connection, 
         Ok(Ok(stream)) => stream,
     };
     let _ = stream.set_nodelay(true);
-    // writev(false): the request head is copied into one buffer and sent with
-    // write(2); for small requests that measured ~10 % less CPU than writev.
-    let (sender, driver) = http1::Builder::new()
-        .writev(false)
-        .handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| classify(&e))?;
-    Ok(Connection { sender, driver: Box::pin(driver), closed: false })
+    Ok(Connection { stream, buf: vec![0; BUFFER], start: 0, end: 0, closed: false, used: false })
 }
 
 impl Connection {
-    /// Whether the connection can take another request. Polls the driver once,
-    /// so a close by the server that arrived while idle is noticed here.
+    /// Whether the connection can take another request. A close (or any
+    /// byte) from the server while the connection was idle is noticed here,
+    /// without a system call unless the socket was reported readable.
     pub fn is_open(&mut self) -> bool {
-        if !self.closed && (&mut self.driver).now_or_never().is_some() {
-            self.closed = true;
+        if self.closed || self.start != self.end {
+            // Bytes nobody asked for: the connection is out of step.
+            return false;
         }
-        !self.closed && !self.sender.is_closed()
-    }
-
-    /// Sends `request` and reads the whole response, driving the connection meanwhile.
-    /// `want_server` copies the `Server` header into the reply (an allocation,
-    /// so only asked for until one response has supplied it).
-    pub async fn send(
-        &mut self,
-        request: Request<Empty<Bytes>>,
-        want_server: bool,
-    ) -> Result<Reply, SendFailure> {
-        let Connection { sender, driver, closed } = self;
-        let exchange = async {
-            sender.ready().await.map_err(|_| SendFailure::NotSent)?;
-            let response =
-                sender.send_request(request).await.map_err(|e| SendFailure::Failed(classify(&e)))?;
-            read_reply(response, want_server).await.map_err(SendFailure::Failed)
-        };
-        let mut exchange = std::pin::pin!(exchange);
-        if !*closed {
-            tokio::select! {
-                biased;
-                reply = &mut exchange => return reply,
-                _ = driver.as_mut() => *closed = true,
+        let mut probe = [0u8; 1];
+        match self.stream.try_read(&mut probe) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            _ => {
+                self.closed = true;
+                false
             }
         }
-        // The connection has ended; what it delivered before (or the error) is in the channel.
-        exchange.await
+    }
+
+    /// Whether the server ended the connection or said it would.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Writes `request` (one or more encoded requests) as is.
+    pub async fn write(&mut self, request: &[u8]) -> Result<(), SendFailure> {
+        match self.stream.write_all(request).await {
+            Ok(()) => Ok(()),
+            // Nothing came back yet and the peer is gone: it closed while idle.
+            Err(_) if !self.used && self.closed => Err(SendFailure::NotSent),
+            Err(e) => {
+                self.closed = true;
+                Err(SendFailure::Failed(io_kind(&e)))
+            }
+        }
+    }
+
+    /// Writes `request` and reads the whole response to it. `to_head`: the
+    /// request is a HEAD (no body follows). `want_server` copies the
+    /// `Server` header (an allocation, so only until one response had it).
+    pub async fn send(
+        &mut self,
+        request: &[u8],
+        to_head: bool,
+        want_server: bool,
+    ) -> Result<Reply, SendFailure> {
+        self.write(request).await?;
+        self.read_response(to_head, want_server).await.map_err(SendFailure::Failed)
+    }
+
+    /// Reads one whole response: interim 1xx heads, the final head, its body.
+    pub async fn read_response(&mut self, to_head: bool, want_server: bool) -> Result<Reply, ErrorKind> {
+        let mut head_bytes = 0u64;
+        let head = loop {
+            let head = self.read_head(to_head, want_server).await?;
+            head_bytes += head.len as u64;
+            if !head.is_interim() {
+                break head;
+            }
+        };
+        let body_bytes = match head.framing {
+            Framing::None => 0,
+            Framing::Length(n) => self.skip(n).await?,
+            Framing::Chunked => self.skip_chunked().await?,
+            Framing::UntilClose => self.skip_to_close().await?,
+        };
+        if head.close {
+            self.closed = true;
+        }
+        Ok(Reply { status: head.status, head_bytes, body_bytes, server: head.server })
+    }
+
+    async fn read_head(
+        &mut self,
+        to_head: bool,
+        want_server: bool,
+    ) -> Result<http1::ResponseHead, ErrorKind> {
+        loop {
+            match http1::parse_response(&self.buf[self.start..self.end], MAX_HEAD, to_head, want_server) {
+                Ok(Some(head)) => {
+                    self.start += head.len;
+                    return Ok(head);
+                }
+                Ok(None) => self.fill().await?,
+                Err(WireError::Malformed(_) | WireError::HeadTooLarge(_)) => {
+                    self.closed = true;
+                    return Err(ErrorKind::Protocol);
+                }
+            }
+        }
+    }
+
+    /// Consumes `n` body bytes.
+    async fn skip(&mut self, n: u64) -> Result<u64, ErrorKind> {
+        let mut left = n;
+        loop {
+            let take = left.min((self.end - self.start) as u64);
+            self.start += take as usize;
+            left -= take;
+            if left == 0 {
+                return Ok(n);
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn skip_chunked(&mut self) -> Result<u64, ErrorKind> {
+        let mut chunked = Chunked::default();
+        let mut data = 0;
+        loop {
+            let fed = chunked.feed(&self.buf[self.start..self.end]).map_err(|_| {
+                self.closed = true;
+                ErrorKind::Protocol
+            })?;
+            self.start += fed.consumed;
+            data += fed.data;
+            if chunked == Chunked::Done {
+                return Ok(data);
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn skip_to_close(&mut self) -> Result<u64, ErrorKind> {
+        let mut data = (self.end - self.start) as u64;
+        self.closed = true;
+        loop {
+            self.start = 0;
+            self.end = 0;
+            match self.stream.read(&mut self.buf).await {
+                Ok(0) => return Ok(data),
+                Ok(n) => data += n as u64,
+                Err(e) => return Err(io_kind(&e)),
+            }
+        }
+    }
+
+    /// Reads more bytes after `buf[start..end]`, making room first: moves
+    /// the unconsumed bytes to the front, or grows the buffer when they fill it.
+    async fn fill(&mut self) -> Result<(), ErrorKind> {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                (self.start, self.end) = (0, self.end - self.start);
+            } else {
+                // A head longer than the buffer (MAX_HEAD bounds it).
+                let len = (self.buf.len() * 2).min(MAX_HEAD + 1);
+                if len == self.buf.len() {
+                    self.closed = true;
+                    return Err(ErrorKind::Protocol);
+                }
+                self.buf.resize(len, 0);
+            }
+        }
+        match self.stream.read(&mut self.buf[self.end..]).await {
+            Ok(0) => {
+                self.closed = true;
+                Err(ErrorKind::ClosedEarly)
+            }
+            Ok(n) => {
+                self.end += n;
+                self.used = true;
+                Ok(())
+            }
+            Err(e) => {
+                self.closed = true;
+                Err(io_kind(&e))
+            }
+        }
     }
 }
 
-async fn read_reply(
-    response: Response<hyper::body::Incoming>,
-    want_server: bool,
-) -> Result<Reply, ErrorKind> {
-    let status = response.status();
-    // hyper hands over the parsed head; its wire size is status line, each
-    // "name: value\r\n", and the blank line.
-    let reason = status.canonical_reason().map_or(0, str::len);
-    let mut head_bytes = (b"HTTP/1.1 200 ".len() + reason + 4) as u64;
-    for (name, value) in response.headers() {
-        head_bytes += (name.as_str().len() + value.len() + 4) as u64;
-    }
-    let server = if !want_server {
-        None
-    } else {
-        response.headers().get(hyper::header::SERVER).and_then(|v| v.to_str().ok()).map(str::to_string)
-    };
-    let mut body = response.into_body();
-    let mut body_bytes = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| classify(&e))?;
-        if let Some(data) = frame.data_ref() {
-            body_bytes += data.len() as u64;
+/// Maps a socket error during an exchange to the kind of failure it is.
+fn io_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe => {
+            ErrorKind::ConnectionReset
         }
+        _ => ErrorKind::ClosedEarly,
     }
-    Ok(Reply { status: status.as_u16(), head_bytes, body_bytes, server })
-}
-
-/// Maps a hyper error to the kind of failure it is.
-fn classify(e: &hyper::Error) -> ErrorKind {
-    if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
-        return ErrorKind::Protocol;
-    }
-    if e.is_timeout() {
-        return ErrorKind::RequestTimeout;
-    }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<io::Error>() {
-            return match io.kind() {
-                io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::BrokenPipe => ErrorKind::ConnectionReset,
-                _ => ErrorKind::ClosedEarly,
-            };
-        }
-        source = s.source();
-    }
-    // Incomplete message, canceled (the connection went away) and the like.
-    ErrorKind::ClosedEarly
 }

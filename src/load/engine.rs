@@ -14,6 +14,9 @@
 //!   recorded twice: from the actual send (what ab and wrk report) and from
 //!   the due time (corrected for coordinated omission, as wrk2 does), so a
 //!   stalled server cannot hide its stall by slowing the load down.
+//! * Pipelining (`--pipeline N`, closed loop): a connection writes N requests
+//!   at once and reads their N responses in order before the next batch (as
+//!   wrk's pipeline script); each request's latency runs from the batch's write.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -24,10 +27,6 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use http_body_util::Empty;
-use hyper::Request;
-use hyper::body::Bytes;
-use hyper::header::{CONNECTION, HOST, HeaderValue, USER_AGENT};
 use tokio::task::LocalSet;
 use tokio::time::{Instant, Sleep};
 
@@ -105,12 +104,16 @@ fn engine_thread(
     let runtime = runtime.context("starting an engine runtime")?;
     let t0 = *t0.get().expect("set by the barrier leader");
     let stats = Rc::new(RefCell::new(ThreadStats::new(plan.rate.is_some())));
+    // The request, encoded once, `--pipeline` times over.
+    let wire: Rc<[u8]> = encode_request(plan).repeat(plan.pipeline).into();
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         let tasks: Vec<_> = connections
             .map(|c| {
-                let (plan, shared, stats) = (plan.clone(), shared.clone(), stats.clone());
-                tokio::task::spawn_local(async move { connection_loop(c, &plan, &shared, &stats, t0).await })
+                let (plan, shared, stats, wire) = (plan.clone(), shared.clone(), stats.clone(), wire.clone());
+                tokio::task::spawn_local(async move {
+                    connection_loop(c, &plan, &wire, &shared, &stats, t0).await
+                })
             })
             .collect();
         for task in tasks {
@@ -122,6 +125,7 @@ fn engine_thread(
 }
 
 /// What became of one request.
+#[derive(Clone)]
 enum Outcome {
     Reply(client::Reply),
     Failed(ErrorKind),
@@ -131,6 +135,7 @@ enum Outcome {
 async fn connection_loop(
     c: usize,
     plan: &LoadPlan,
+    wire: &[u8],
     shared: &Shared,
     stats: &RefCell<ThreadStats>,
     t0: Instant,
@@ -146,17 +151,22 @@ async fn connection_loop(
     // Open loop: how many of this connection's scheduled requests were sent.
     let mut sent_here: u64 = 0;
     let mut now = t0;
+    let one = wire.len() / plan.pipeline;
     loop {
-        let due = match plan.rate {
+        // How many requests go out now (more than one only when pipelining) and when they are due.
+        let (batch, due) = match plan.rate {
             None => {
-                let more = match plan.stop {
-                    Stop::Requests(n) => shared.claimed.fetch_add(1, Relaxed) < n,
-                    Stop::Duration(_) => now < deadline.expect("duration run"),
+                let batch = match plan.stop {
+                    Stop::Requests(n) => {
+                        (0..plan.pipeline).take_while(|_| shared.claimed.fetch_add(1, Relaxed) < n).count()
+                    }
+                    Stop::Duration(_) if now < deadline.expect("duration run") => plan.pipeline,
+                    Stop::Duration(_) => 0,
                 };
-                if !more {
+                if batch == 0 {
                     break;
                 }
-                None
+                (batch, None)
             }
             Some(rate) => {
                 let slot = c as u64 + sent_here * conns;
@@ -168,7 +178,7 @@ async fn connection_loop(
                     break;
                 }
                 sent_here += 1;
-                Some(at)
+                (1, Some(at))
             }
         };
         if let Some(at) = due {
@@ -184,27 +194,43 @@ async fn connection_loop(
                 }
             }
         }
-        stats.borrow_mut().sent += 1;
+        stats.borrow_mut().sent += batch as u64;
         let sent = if due.is_some() { Instant::now() } else { now };
-        let outcome = one_request(plan, &mut connection, stats, sent, deadline, &mut watchdog).await;
-        let ended = Instant::now();
-        now = ended;
-        let mut s = stats.borrow_mut();
-        let at_deadline = matches!(outcome, Outcome::InFlightAtDeadline);
-        match outcome {
-            Outcome::Reply(reply) => {
-                if reply.status >= 400 {
-                    shared.failed.fetch_add(1, Relaxed);
+        let mut at_deadline = false;
+        let record = |outcome: Outcome| {
+            let ended = Instant::now();
+            let mut s = stats.borrow_mut();
+            match outcome {
+                Outcome::Reply(reply) => {
+                    if reply.status >= 400 {
+                        shared.failed.fetch_add(1, Relaxed);
+                    }
+                    s.response(&reply, ended - sent, due.map(|at| ended - at));
                 }
-                s.response(&reply, ended - sent, due.map(|at| ended - at));
+                Outcome::Failed(kind) => {
+                    shared.failed.fetch_add(1, Relaxed);
+                    s.error(kind);
+                }
+                Outcome::InFlightAtDeadline => {
+                    s.in_flight_at_deadline += 1;
+                    at_deadline = true;
+                }
             }
-            Outcome::Failed(kind) => {
-                shared.failed.fetch_add(1, Relaxed);
-                s.error(kind);
-            }
-            Outcome::InFlightAtDeadline => s.in_flight_at_deadline += 1,
-        }
-        shared.ended.fetch_add(1, Relaxed);
+            shared.ended.fetch_add(1, Relaxed);
+        };
+        exchange(
+            plan,
+            &wire[..one * batch],
+            batch,
+            &mut connection,
+            stats,
+            sent,
+            deadline,
+            &mut watchdog,
+            record,
+        )
+        .await;
+        now = Instant::now();
         if at_deadline {
             break;
         }
@@ -217,19 +243,27 @@ async fn connection_loop(
     }
 }
 
-/// Sends one request on `connection` (opening one if needed) and waits for
-/// the whole response, at most the timeout and never past the deadline.
-async fn one_request(
+/// Writes `batch` requests (`wire`, encoded back to back) on `connection`
+/// (opening one if needed) and reads their responses in order, each bounded
+/// by the timeout from `sent` and never past the deadline; every request's
+/// outcome goes to `record` as soon as it is known, exactly once.
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
     plan: &LoadPlan,
+    wire: &[u8],
+    batch: usize,
     connection: &mut Option<Connection>,
     stats: &RefCell<ThreadStats>,
     sent: Instant,
     deadline: Option<Instant>,
     watchdog: &mut Pin<Box<Sleep>>,
-) -> Outcome {
+    mut record: impl FnMut(Outcome),
+) {
     let limit = sent + plan.timeout;
     let cut = deadline.map_or(limit, |d| d.min(limit));
     let connecting = std::cell::Cell::new(false);
+    let to_head = plan.method == hyper::Method::HEAD;
+    let mut answered = 0;
     let work = async {
         // One retry, for a keep-alive connection the server closed while it was idle.
         for attempt in 0..2 {
@@ -242,35 +276,47 @@ async fn one_request(
                 connecting.set(false);
             }
             let open = connection.as_mut().expect("connected above");
-            let want_server = stats.borrow().server.is_none();
-            match open.send(request(plan), want_server).await {
-                Ok(reply) => return Ok(reply),
+            match open.write(wire).await {
+                Ok(()) => break,
                 Err(SendFailure::NotSent) if attempt == 0 => *connection = None,
                 Err(SendFailure::NotSent) => return Err(ErrorKind::ClosedEarly),
                 Err(SendFailure::Failed(kind)) => return Err(kind),
             }
         }
-        unreachable!("the loop returns on its second attempt")
+        let open = connection.as_mut().expect("written above");
+        while answered < batch {
+            let want_server = stats.borrow().server.is_none();
+            let reply = open.read_response(to_head, want_server).await?;
+            answered += 1;
+            record(Outcome::Reply(reply));
+        }
+        Ok(())
     };
-    match bounded(watchdog, cut, work).await {
-        Ok(Ok(reply)) => {
-            if !plan.keep_alive {
+    let result = bounded(watchdog, cut, work).await;
+    let unanswered = |answered| batch - answered;
+    match result {
+        Ok(Ok(())) => {
+            if !plan.keep_alive || connection.as_ref().is_some_and(Connection::is_closed) {
                 *connection = None;
             }
-            Outcome::Reply(reply)
         }
         Ok(Err(kind)) => {
             *connection = None;
-            Outcome::Failed(kind)
+            for _ in 0..unanswered(answered) {
+                record(Outcome::Failed(kind));
+            }
         }
         Err(Cut) => {
             *connection = None;
-            if deadline.is_some_and(|d| Instant::now() >= d && d <= limit) {
+            let outcome = if deadline.is_some_and(|d| Instant::now() >= d && d <= limit) {
                 Outcome::InFlightAtDeadline
             } else if connecting.get() {
                 Outcome::Failed(ErrorKind::ConnectTimeout)
             } else {
                 Outcome::Failed(ErrorKind::RequestTimeout)
+            };
+            for _ in 0..unanswered(answered) {
+                record(outcome.clone());
             }
         }
     }
@@ -303,19 +349,23 @@ async fn bounded<F: Future>(watchdog: &mut Pin<Box<Sleep>>, cut: Instant, work: 
     }
 }
 
-/// The request the plan describes. Built per request: hyper takes ownership.
-fn request(plan: &LoadPlan) -> Request<Empty<Bytes>> {
-    let mut request = Request::new(Empty::new());
-    *request.method_mut() = plan.method.clone();
-    *request.uri_mut() = plan.target.path.clone();
-    let headers = request.headers_mut();
-    headers.insert(HOST, plan.target.host.clone());
-    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+/// The request the plan describes, as it goes on the wire.
+pub fn encode_request(plan: &LoadPlan) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\n", plan.method, plan.target.path).into_bytes();
+    let mut field = |name: &[u8], value: &[u8]| {
+        head.extend_from_slice(name);
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value);
+        head.extend_from_slice(b"\r\n");
+    };
+    field(b"Host", plan.target.host.as_bytes());
+    field(b"User-Agent", USER_AGENT_VALUE.as_bytes());
     if !plan.keep_alive {
-        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        field(b"Connection", b"close");
     }
     for (name, value) in &plan.headers {
-        headers.insert(name.clone(), value.clone());
+        field(name.as_str().as_bytes(), value.as_bytes());
     }
-    request
+    head.extend_from_slice(b"\r\n");
+    head
 }

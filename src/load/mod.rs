@@ -6,8 +6,9 @@
 //! * [`engine`] — the threads, each a single-threaded tokio runtime owning its
 //!   share of the connections (as wrk's threads do), and the per-connection
 //!   loop that schedules, sends and records.
-//! * [`client`] — one HTTP/1.1 connection over hyper, and how every failure is
-//!   classified into an [`ErrorKind`] that gets counted.
+//! * [`client`] — one HTTP/1.1 connection on blocklab's own wire
+//!   ([`crate::http1`], httparse), and how every failure is classified into
+//!   an [`ErrorKind`] that gets counted.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
 //!   [`RunResult`] with its HdrHistograms.
 //! * [`report`] — the ab-style text summary and the versioned JSON document

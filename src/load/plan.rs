@@ -84,6 +84,8 @@ pub struct LoadPlan {
     pub timeout: Duration,
     /// Engine threads (at most `connections`).
     pub threads: usize,
+    /// Requests in flight per connection (`--pipeline`; 1 = no pipelining).
+    pub pipeline: usize,
     /// Draw a live progress bar on stderr.
     pub progress: bool,
 }
@@ -103,6 +105,7 @@ impl LoadPlan {
             rate: None,
             timeout: Duration::from_secs(30),
             threads: 1,
+            pipeline: 1,
             progress: false,
         })
     }
@@ -135,6 +138,15 @@ impl LoadPlan {
         }
         if self.threads == 0 {
             return Err("--threads must be at least 1".to_string());
+        }
+        if self.pipeline == 0 {
+            return Err("--pipeline must be at least 1".to_string());
+        }
+        if self.pipeline > 1 && self.rate.is_some() {
+            return Err("--pipeline applies to the closed loop only (without --rate): an open loop sends each request when it is due".to_string());
+        }
+        if self.pipeline > 1 && !self.keep_alive {
+            return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());
         }
         Ok(())
     }

@@ -138,6 +138,8 @@ pub struct LoadReport {
     pub connections: usize,
     /// Engine threads.
     pub threads: usize,
+    /// Requests written at once per connection (`--pipeline`).
+    pub pipeline: usize,
     /// Whether connections were reused.
     pub keep_alive: bool,
     /// `-n`, when given.
@@ -214,6 +216,7 @@ impl LoadReport {
             mode: plan.mode().to_string(),
             connections: plan.connections,
             threads: result.threads,
+            pipeline: plan.pipeline,
             keep_alive: plan.keep_alive,
             requests_planned: match plan.stop {
                 Stop::Requests(n) => Some(n),
@@ -261,11 +264,16 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
     let secs = result.duration.as_secs_f64();
     let _ = writeln!(
         w,
-        "blocklab load {}: {} loop, {} connections, {}, {} thread{}\n",
+        "blocklab load {}: {} loop, {} connections, {}{}, {} thread{}\n",
         report.tool_version,
         report.mode,
         plan.connections,
         if plan.keep_alive { "keep-alive" } else { "a new connection per request" },
+        if plan.pipeline > 1 {
+            format!(", {} pipelined requests each", plan.pipeline)
+        } else {
+            String::new()
+        },
         result.threads,
         if result.threads == 1 { "" } else { "s" },
     );

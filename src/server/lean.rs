@@ -6,8 +6,9 @@
 //! requests wait behind one being answered, the bytes of those requests. An
 //! idle connection holds no buffer: when its socket turns readable, the bytes
 //! are read into a scratch buffer of the worker thread and parsed there with
-//! `httparse`. Responses are pre-encoded at start; only the `Date` header
-//! (cached per second per thread) is added to each.
+//! `httparse` and the HTTP/1.1 rules the load generator shares
+//! ([`crate::http1`]). Responses are pre-encoded at start; only the `Date`
+//! header (cached per second per thread) is added to each.
 //!
 //! HTTP/1.0 and 1.1, keep-alive (1.1 by default, 1.0 when asked), pipelining,
 //! GET and HEAD on `/delay`, `/test` and `/metrics`. Anything else gets a
@@ -33,6 +34,7 @@ use super::error::AppError;
 use super::metrics::Metrics;
 use super::runtime::RuntimeProbe;
 use super::{Model, ServeConfig, delay, model_info};
+use crate::http1;
 
 /// The longest request head accepted.
 const MAX_HEAD: usize = 16 * 1024;
@@ -153,15 +155,13 @@ fn parse(bytes: &[u8]) -> Parsed {
     let (mut close, mut keep_alive, mut body) = (false, false, false);
     for header in head.headers.iter() {
         if header.name.eq_ignore_ascii_case("connection") {
-            for token in header.value.split(|b| *b == b',') {
-                let token = token.trim_ascii();
-                close |= token.eq_ignore_ascii_case(b"close");
-                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
-            }
+            let (c, k) = http1::connection_tokens(header.value);
+            close |= c;
+            keep_alive |= k;
         } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
             body = true;
         } else if header.name.eq_ignore_ascii_case("content-length") {
-            match std::str::from_utf8(header.value).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            match http1::content_length(header.value) {
                 Some(0) => {}
                 Some(_) => body = true,
                 None => return Parsed::Malformed(400, "malformed Content-Length".to_string()),

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""blocklab serve's hot path beside nginx, in one run.
+
+nginx (`return 200 "works"`, one worker process) and `blocklab serve`
+(`--workers 1`, the embedded database, no simulated latency) run at the same
+time, each pinned to the same core (--server-cpu); wrk (and `blocklab load`)
+run on the other core (--load-cpu). Round after round, every target takes its
+turn, so the machine's noise falls on all of them alike. Per target: the
+median requests/s, and the server's CPU time per request (user + system of
+every thread of the server's process, from /proc/PID/stat, over the round,
+divided by the requests wrk counted).
+
+Printed ratios (medians):
+  /test ÷ nginx                  goal ≥ 1.0
+  /getDataAsync ÷ /test (0 ms)   goal ≥ 0.5
+  /getData ÷ /test (0 ms)
+
+Extra rows: `serve --model lean` /test, and `blocklab load` as the client
+against nginx and /test (a check that the ratio is not wrk's alone).
+
+It installs nothing: it uses wrk and nginx from the PATH (or /usr/sbin/nginx)
+and says so when they are missing.
+
+    bench/serve-vs-nginx.py                      # 5 rounds of 5 s
+    bench/serve-vs-nginx.py --rounds 3 --seconds 3
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"the server on port {port} exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"nothing listened on port {port} within {timeout} s")
+
+
+def cpu_seconds(pid):
+    """user + system time of the whole process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def start_nginx(nginx, cpu, tmp):
+    port = free_port()
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""
+worker_processes 1;
+daemon off;
+master_process off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{ return 200 "works"; }}
+    }}
+}}
+""")
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), nginx, "-c", conf, "-p", tmp],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(port, proc)
+    return proc, port
+
+
+def start_blocklab(cpu, model, nodes):
+    port = free_port()
+    cmd = ["taskset", "-c", str(cpu), BLOCKLAB, "serve", "--listen", f"127.0.0.1:{port}", "--workers", "1",
+           "--nodes", str(nodes)]
+    if model != "reactive":
+        cmd += ["--model", model]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"})
+    wait_for(port, proc)
+    return proc, port
+
+
+def run_wrk(url, cpu, conns, seconds):
+    out = subprocess.run(["taskset", "-c", str(cpu), "wrk", "-t1", f"-c{conns}", f"-d{seconds}s", url],
+                         capture_output=True, text=True).stdout
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    n = re.search(r"(\d+) requests in", out)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if not rps or not n:
+        raise RuntimeError(f"wrk printed: {out.strip()[:300]}")
+    return float(rps.group(1)), int(n.group(1)), int(errors.group(1)) if errors else 0
+
+
+def run_blocklab_load(url, cpu, conns, seconds, tmp):
+    json_file = os.path.join(tmp, "load.json")
+    subprocess.run(["taskset", "-c", str(cpu), BLOCKLAB, "load", "-k", "-q", "-c", str(conns), "-z", f"{seconds}s",
+                    "--threads", "1", "--json", json_file, url], capture_output=True, text=True)
+    with open(json_file) as f:
+        doc = json.load(f)
+    return doc["rps"], doc["completed"], doc["completed"] - doc.get("ok", doc["completed"])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=5)
+    p.add_argument("-c", "--connections", type=int, default=200)
+    p.add_argument("--nodes", type=int, default=10_000)
+    p.add_argument("--server-cpu", type=int, default=1)
+    p.add_argument("--load-cpu", type=int, default=0)
+    p.add_argument("--no-blocklab-load", action="store_true", help="only wrk as the client")
+    args = p.parse_args()
+
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    missing = [name for name, found in [("wrk", shutil.which("wrk")), ("nginx", nginx)] if not found]
+    if missing:
+        sys.exit(f"serve-vs-nginx: {' and '.join(missing)} not found on the PATH; this script installs nothing "
+                 "(Debian: apt-get install wrk nginx-light)")
+    if not os.path.exists(BLOCKLAB):
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+
+    tmp = tempfile.mkdtemp(prefix="serve-vs-nginx-")
+    procs = []
+    try:
+        ngx, ngx_port = start_nginx(nginx, args.server_cpu, tmp)
+        procs.append(ngx)
+        reactive, r_port = start_blocklab(args.server_cpu, "reactive", args.nodes)
+        procs.append(reactive)
+        lean, l_port = start_blocklab(args.server_cpu, "lean", args.nodes)
+        procs.append(lean)
+        nid = args.nodes // 2
+        targets = [
+            ("nginx", ngx, f"http://127.0.0.1:{ngx_port}/", "wrk"),
+            ("/test", reactive, f"http://127.0.0.1:{r_port}/test", "wrk"),
+            ("/getDataAsync", reactive, f"http://127.0.0.1:{r_port}/getDataAsync?id={nid}", "wrk"),
+            ("/getData", reactive, f"http://127.0.0.1:{r_port}/getData?id={nid}", "wrk"),
+            ("lean /test", lean, f"http://127.0.0.1:{l_port}/test", "wrk"),
+        ]
+        if not args.no_blocklab_load:
+            targets += [
+                ("nginx", ngx, f"http://127.0.0.1:{ngx_port}/", "blocklab load"),
+                ("/test", reactive, f"http://127.0.0.1:{r_port}/test", "blocklab load"),
+            ]
+        version = subprocess.run([nginx, "-v"], capture_output=True, text=True).stderr.strip()
+        print(f"servers on CPU {args.server_cpu}: {version} (1 worker), blocklab serve --workers 1 "
+              f"(reactive and lean; embedded Grafeo, {args.nodes} nodes, 0 ms latency, id={nid})")
+        print(f"clients on CPU {args.load_cpu}: wrk -t1 -c{args.connections}"
+              + ("" if args.no_blocklab_load else f", blocklab load -k -c {args.connections} --threads 1")
+              + f"; {args.rounds} rounds x {args.seconds} s, targets alternating\n")
+
+        results = {(name, client): [] for name, _, _, client in targets}
+        for r in range(args.rounds):
+            for name, proc, url, client in targets:
+                before = cpu_seconds(proc.pid)
+                if client == "wrk":
+                    rps, n, bad = run_wrk(url, args.load_cpu, args.connections, args.seconds)
+                else:
+                    rps, n, bad = run_blocklab_load(url, args.load_cpu, args.connections, args.seconds, tmp)
+                cpu_us = (cpu_seconds(proc.pid) - before) / max(n, 1) * 1e6
+                results[(name, client)].append((rps, cpu_us))
+                note = f"  ({bad} not 2xx!)" if bad else ""
+                print(f"  round {r + 1}  {client:<13} {name:<14} {rps:>10,.0f} req/s  {cpu_us:6.2f} µs server CPU/request{note}")
+
+        med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+               for k, v in results.items() if v}
+        print("\n| client | target | median requests/s | server CPU µs/request |")
+        print("|---|---|---|---|")
+        for (name, client), (rps, cpu) in med.items():
+            print(f"| {client} | {name} | {rps:,.0f} | {cpu:.2f} |")
+        w = lambda name: med[(name, "wrk")][0]
+        print("\nratios (wrk, medians):")
+        print(f"  /test ÷ nginx                 = {w('/test') / w('nginx'):.2f}   (goal ≥ 1.0)")
+        print(f"  /getDataAsync ÷ /test (0 ms)  = {w('/getDataAsync') / w('/test'):.2f}   (goal ≥ 0.5)")
+        print(f"  /getData ÷ /test (0 ms)       = {w('/getData') / w('/test'):.2f}")
+        print(f"  lean /test ÷ nginx            = {w('lean /test') / w('nginx'):.2f}")
+        if ("/test", "blocklab load") in med:
+            b = lambda name: med[(name, "blocklab load")][0]
+            print(f"  /test ÷ nginx (blocklab load) = {b('/test') / b('nginx'):.2f}")
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+if __name__ == "__main__":
+    main()
