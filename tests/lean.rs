@@ -107,6 +107,45 @@ fn arbitrary_bytes_never_break_the_server() {
     }
 }
 
+/// A valid request cut at arbitrary points, each piece its own write with a
+/// pause between: every model reassembles it and answers 200, and the
+/// process stays up.
+#[test]
+fn valid_requests_split_anywhere_are_answered() {
+    use proptest::test_runner::{Config, TestRunner};
+    const REQUEST: &[u8] =
+        b"GET /test HTTP/1.1\r\nHost: blocklab\r\nUser-Agent: split/1\r\nConnection: close\r\n\r\n";
+    for model in ["lean", "reactive", "pool", "thread"] {
+        let mut server = Listening::serve(&["--model", model, "--workers", "1"]);
+        let strategy = prop::collection::vec(1..REQUEST.len(), 1..6);
+        let mut runner = TestRunner::new(Config { cases: 12, ..Config::default() });
+        runner
+            .run(&strategy, |mut cuts| {
+                cuts.sort_unstable();
+                cuts.dedup();
+                let mut stream = TcpStream::connect(server.addr).unwrap();
+                stream.set_nodelay(true).unwrap();
+                stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut from = 0;
+                for to in cuts.into_iter().chain([REQUEST.len()]) {
+                    stream.write_all(&REQUEST[from..to]).unwrap();
+                    from = to;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                let mut got = Vec::new();
+                let _ = stream.read_to_end(&mut got);
+                let got = String::from_utf8_lossy(&got);
+                prop_assert!(
+                    got.starts_with("HTTP/1.1 200 OK") && got.ends_with("works"),
+                    "{model}: {got:?}"
+                );
+                Ok(())
+            })
+            .unwrap();
+        assert!(server.child.try_wait().unwrap().is_none(), "{model} exited");
+    }
+}
+
 fn arbitrary_bytes_never_break(server: Listening) {
     use proptest::test_runner::{Config, TestRunner};
     let strategy = (prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..4), any::<bool>());
