@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""blocklab load beside wrk, ab, hey (and oha when installed), in one run.
+"""blocklab load beside wrk, ab, hey, h2load --h1 and oha, in one run.
 
 The target (nginx `return 200` when nginx is installed, else blocklab's own
 /test) is pinned to one core and every load generator to another, with the
@@ -8,17 +8,25 @@ the machine's noise falls on all of them alike. Printed per tool: the median
 requests/s, the ratio to wrk, and the CPU time each tool spent per request
 (user + system, from the kernel's rusage of the tool's process).
 
-Then blocklab's peak RSS for a 100k-request and a 10M-request run (they should
-be about equal: the histograms are constant-size).
+Then the same at --big-c connections (default 10,000, the sweep's top level)
+against `blocklab serve /test` (--workers 1), and blocklab's peak RSS for a
+100k-request and a 10M-request run (they should be about equal: the
+histograms are constant-size).
+
+oha is used when on the PATH or in .local/oha; `--install-oha` first runs
+`cargo install oha --locked --root .local/oha` (minutes; skipped with a note
+if it does not build). The other tools are used when installed and named
+when not (Debian: wrk, apache2-utils, nghttp2-client; hey from Go).
 
     bench/loadgen-vs-peers.py                    # 5 rounds of 5 s, then the RSS runs
-    bench/loadgen-vs-peers.py --rounds 3 --seconds 3 --no-long-rss
+    bench/loadgen-vs-peers.py --rounds 3 --seconds 3 --no-long-rss --big-c 0
 """
 
 import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -129,6 +137,9 @@ def tools(url, conns, seconds, tmp):
         n = sum(int(x) for x in re.findall(r"\[\d+\]\s+(\d+) responses", out))
         return rps, n
 
+    def h2load_read(out):
+        return number(r"finished in [^,]+, ([\d.]+) req/s", out), number(r"(\d+) succeeded", out)
+
     def oha_read(out):
         doc = json.loads(out)
         return doc["summary"]["requestsPerSec"], sum(doc.get("statusCodeDistribution", {}).values())
@@ -141,10 +152,68 @@ def tools(url, conns, seconds, tmp):
         found.append(("ab", ["ab", "-k", "-q", "-c", str(conns), "-t", str(seconds), "-n", "100000000", url], ab_read))
     if shutil.which("hey"):
         found.append(("hey", ["hey", "-c", str(conns), "-z", f"{seconds}s", url], hey_read))
-    if shutil.which("oha"):
-        found.append(("oha", ["oha", "--no-tui", "--output-format", "json", "-c", str(conns), "-z", f"{seconds}s", url],
+    if shutil.which("h2load"):
+        found.append(("h2load", ["h2load", "--h1", "-t", "1", "-c", str(conns), "-D", str(seconds), url], h2load_read))
+    oha = shutil.which("oha") or (OHA if os.path.exists(OHA) else None)
+    if oha:
+        found.append(("oha", [oha, "--no-tui", "--output-format", "json", "-c", str(conns), "-z", f"{seconds}s", url],
                       oha_read))
     return found
+
+
+OHA = os.path.join(ROOT, ".local", "oha", "bin", "oha")
+
+
+def install_oha():
+    if shutil.which("oha") or os.path.exists(OHA):
+        return
+    print("installing oha into .local/oha (cargo install oha --locked) ...", flush=True)
+    r = subprocess.run(["cargo", "install", "oha", "--locked", "--root", os.path.join(ROOT, ".local", "oha")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"note: oha did not build, it is skipped: {r.stderr.strip().splitlines()[-1:]}")
+
+
+def raise_nofile():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def compare(peers, rounds, load_cpu):
+    """Runs every tool once per round; returns {name: [(rps, cpu us per request)]}."""
+    results = {name: [] for name, _, _ in peers}
+    for r in range(rounds):
+        for name, cmd, read in peers:
+            out, err, wall, cpu, rss, code = rusage_of(cmd, load_cpu)
+            try:
+                rps, n = read(out)
+                if not rps or not n:
+                    raise ValueError("no figures in its output")
+            except Exception as e:  # a tool that failed this round is reported, not hidden
+                print(f"  round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
+                continue
+            results[name].append((rps, cpu / n * 1e6))
+            print(f"  round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / n * 1e6:6.2f} us CPU/request")
+    return results
+
+
+def table(results):
+    print()
+    wrk_median = statistics.median(x[0] for x in results["wrk"]) if results.get("wrk") else None
+    print("| tool | median requests/s | ratio to wrk | median CPU µs/request |")
+    print("|---|---|---|---|")
+    for name, runs in results.items():
+        if not runs:
+            print(f"| {name} | failed | | |")
+            continue
+        med = statistics.median(x[0] for x in runs)
+        cpu = statistics.median(x[1] for x in runs)
+        ratio = f"{med / wrk_median:.2f}" if wrk_median else "n/a"
+        print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} |")
+    if wrk_median and results.get("blocklab"):
+        b = statistics.median(x[0] for x in results["blocklab"])
+        print(f"\nblocklab/wrk = {b / wrk_median:.3f}")
 
 
 def main():
@@ -155,10 +224,15 @@ def main():
     p.add_argument("--target-cpu", type=int, default=0)
     p.add_argument("--load-cpu", type=int, default=1)
     p.add_argument("--no-long-rss", action="store_true", help="skip the 10M-request RSS run")
+    p.add_argument("--big-c", type=int, default=10_000, help="connections of the second comparison (0: skip it)")
+    p.add_argument("--install-oha", action="store_true", help="cargo install oha into .local/oha first")
     args = p.parse_args()
 
     if not os.path.exists(BLOCKLAB):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    if args.install_oha:
+        install_oha()
+    raise_nofile()
     tmp = tempfile.mkdtemp(prefix="loadgen-bench-")
     target, url, desc = start_target(args.target_cpu, tmp)
     try:
@@ -166,32 +240,23 @@ def main():
         print(f"target: {desc}, pinned to CPU {args.target_cpu}; load generators pinned to CPU {args.load_cpu}")
         print(f"{args.rounds} rounds x {args.seconds} s per tool, {args.connections} connections, keep-alive, "
               f"one thread each; tools: {', '.join(t[0] for t in peers)}\n")
-        results = {name: [] for name, _, _ in peers}
-        for r in range(args.rounds):
-            for name, cmd, read in peers:
-                out, err, wall, cpu, rss, code = rusage_of(cmd, args.load_cpu)
-                try:
-                    rps, n = read(out)
-                except Exception as e:  # a tool that failed this round is reported, not hidden
-                    print(f"  round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
-                    continue
-                results[name].append((rps, cpu / max(n or 1, 1) * 1e6))
-                print(f"  round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / max(n or 1, 1) * 1e6:6.2f} us CPU/request")
-        print()
-        wrk_median = statistics.median(x[0] for x in results["wrk"]) if results.get("wrk") else None
-        print(f"| tool | median requests/s | ratio to wrk | median CPU µs/request |")
-        print(f"|---|---|---|---|")
-        for name, runs in results.items():
-            if not runs:
-                print(f"| {name} | failed | | |")
-                continue
-            med = statistics.median(x[0] for x in runs)
-            cpu = statistics.median(x[1] for x in runs)
-            ratio = f"{med / wrk_median:.2f}" if wrk_median else "n/a"
-            print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} |")
-        if wrk_median and results["blocklab"]:
-            b = statistics.median(x[0] for x in results["blocklab"])
-            print(f"\nblocklab/wrk = {b / wrk_median:.3f}")
+        results = compare(peers, args.rounds, args.load_cpu)
+        table(results)
+        if args.big_c:
+            big_port = free_port()
+            big = subprocess.Popen(["taskset", "-c", str(args.target_cpu), BLOCKLAB, "serve", "--listen",
+                                    f"127.0.0.1:{big_port}", "--workers", "1"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_for(big_port)
+                big_url = f"http://127.0.0.1:{big_port}/test"
+                print(f"\n-c {args.big_c} against blocklab serve /test (--workers 1, CPU {args.target_cpu}); "
+                      f"RLIMIT_NOFILE {raise_nofile()}:")
+                big_peers = tools(big_url, args.big_c, args.seconds, tmp)
+                table(compare(big_peers, args.rounds, args.load_cpu))
+            finally:
+                big.terminate()
+                big.wait(timeout=15)
 
         print("\nblocklab peak RSS by run length:")
         runs = [100_000] + ([] if args.no_long_rss else [10_000_000])

@@ -411,10 +411,15 @@ is still counted and printed); 2 for a usage error.";
 
 /// Flags of `blocklab load`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct LoadArgs {
+    /// `blocklab load merge …` instead of a run.
+    #[command(subcommand)]
+    pub action: Option<LoadAction>,
+
     /// The URL to load (http:// only).
-    #[arg(value_name = "URL")]
-    pub url: String,
+    #[arg(value_name = "URL", required = true)]
+    pub url: Option<String>,
 
     /// Concurrent connections, each with one request in flight at a time.
     #[arg(short = 'c', long = "concurrency", default_value_t = 200,
@@ -477,7 +482,8 @@ impl LoadArgs {
             (Some(n), None) => Stop::Requests(n),
             (None, None) => Stop::Requests(100_000),
         };
-        let mut plan = LoadPlan::new(&self.url, self.concurrency as usize, stop)?;
+        let url = self.url.as_deref().ok_or("a URL to load is needed")?;
+        let mut plan = LoadPlan::new(url, self.concurrency as usize, stop)?;
         plan.keep_alive = self.keep_alive;
         plan.rate = self.rate;
         plan.timeout = self.timeout;
@@ -496,6 +502,35 @@ impl LoadArgs {
         plan.validate()?;
         Ok(plan)
     }
+}
+
+/// What `blocklab load` does other than a run.
+#[derive(Debug, Subcommand)]
+pub enum LoadAction {
+    /// One report from the --json results of runs made at the same time against the same
+    /// target, on one machine or many: counts summed, histograms added losslessly, the rate
+    /// over the union of their time spans.
+    #[command(after_help = MERGE_EXAMPLES)]
+    Merge(MergeArgs),
+}
+
+const MERGE_EXAMPLES: &str = "\
+Examples:
+  # three agents, started together by any orchestrator (ssh, a Kubernetes Job), each writing its JSON
+  blocklab load -k -c 300 -z 60s --json /shared/agent-$HOSTNAME.json http://target:9000/test
+  # then, anywhere:
+  blocklab load merge /shared/agent-*.json --json /shared/merged.json";
+
+/// Flags of `blocklab load merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The `--json` results of `blocklab load` to merge.
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub files: Vec<std::path::PathBuf>,
+
+    /// Also write the merged result as JSON (schema/load-result.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::ProgressBar;
 
-use crate::cli::{BenchArgs, Cli, Command, LoadArgs, SeedArgs, ServeArgs, StudiesArgs, SweepArgs};
+use crate::cli::{
+    BenchArgs, Cli, Command, LoadAction, LoadArgs, MergeArgs, SeedArgs, ServeArgs, StudiesArgs, SweepArgs,
+};
 use crate::graph::DbUrl;
 use crate::load::report::LoadReport;
 use crate::server::{self, runtime::build_runtime};
@@ -230,8 +232,40 @@ fn watch_for_interrupt(flag: Arc<AtomicBool>) {
     });
 }
 
+/// `blocklab load merge`: read every file first, merge, print, write the JSON.
+fn load_merge(args: &MergeArgs) -> Result<(), Failure> {
+    let mut runs = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let run: LoadReport = serde_json::from_str(&text).map_err(|e| {
+            Failure::Usage(format!("{} is not a blocklab load --json result: {e}", path.display()))
+        })?;
+        runs.push((path.display().to_string(), run));
+    }
+    let json_file = match &args.json {
+        Some(path) => Some((
+            path,
+            std::fs::File::create(path)
+                .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let merged = crate::load::merge::merge(&runs).map_err(Failure::Usage)?;
+    let names: Vec<String> = runs.into_iter().map(|(name, _)| name).collect();
+    print!("{}", crate::load::merge::text(&merged, &names));
+    if let Some((path, file)) = json_file {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &merged.report)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// `blocklab load`: validate, run, print the summary, write the JSON.
 fn load(args: &LoadArgs) -> Result<(), Failure> {
+    if let Some(LoadAction::Merge(merge)) = &args.action {
+        return load_merge(merge);
+    }
     let mut plan = args.plan().map_err(Failure::Usage)?;
     plan.progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     // Created before the run, so a bad path cannot lose a long run's results.

@@ -29,7 +29,21 @@ fn main() -> ExitCode {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid command line");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            let first = blocklab::graph::redact_credentials(first);
+            // clap lists the missing arguments on the lines after the first: bring them up.
+            let missing = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::Strings(args))
+                    if e.kind() == ErrorKind::MissingRequiredArgument =>
+                {
+                    args.join(", ")
+                }
+                _ => String::new(),
+            };
+            let first = if missing.is_empty() {
+                first.to_string()
+            } else {
+                format!("{} {missing}", first.trim_end())
+            };
+            let first = blocklab::graph::redact_credentials(&first);
             eprintln!("blocklab: {first} (see 'blocklab --help')");
             return ExitCode::from(2);
         }

@@ -114,3 +114,100 @@ fn bad_load_flags_give_one_line_and_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?} printed: {}", String::from_utf8_lossy(&out.stdout));
     }
 }
+
+/// Runs `blocklab load ARGS --json FILE` and returns the document.
+fn run_json(args: &[&str], file: &std::path::Path) -> serde_json::Value {
+    let out = common::output_within(
+        blocklab().args(["load", "-q", "--json", file.to_str().unwrap()]).args(args),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn merge_sums_simultaneous_runs_and_adds_their_histograms_losslessly() {
+    let server = TestServer::start(behaviour(|n, _| {
+        (Duration::from_millis(1 + n % 7), Some(if n % 10 == 0 { 503 } else { 200 }))
+    }));
+    let dir = std::env::temp_dir().join(format!("blocklab-load-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = server.url("/m");
+    // Three agents at once, as three machines would.
+    let agents: Vec<_> = (0..3)
+        .map(|i| {
+            let (url, file) = (url.clone(), dir.join(format!("agent{i}.json")));
+            std::thread::spawn(move || run_json(&["-k", "-c", "2", "-n", "150", &url], &file))
+        })
+        .collect();
+    let docs: Vec<serde_json::Value> = agents.into_iter().map(|a| a.join().unwrap()).collect();
+    let merged_file = dir.join("merged.json");
+    let mut command = blocklab();
+    command.args(["load", "merge"]);
+    for i in 0..3 {
+        command.arg(dir.join(format!("agent{i}.json")));
+    }
+    let out = common::output_within(command.arg("--json").arg(&merged_file), Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("merged 3 runs") && text.contains("their time spans overlap"), "{text}");
+    assert!(text.contains("Complete requests:      450"), "{text}");
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged_file).unwrap()).unwrap();
+    validate("schema/load-result.json", &merged);
+    let sum = |key: &str| docs.iter().map(|d| d[key].as_u64().unwrap()).sum::<u64>();
+    for key in [
+        "sent",
+        "completed",
+        "ok",
+        "non_2xx",
+        "connections_opened",
+        "bytes_head",
+        "bytes_body",
+        "connections",
+    ] {
+        assert_eq!(merged[key].as_u64().unwrap(), sum(key), "{key}");
+    }
+    assert_eq!(
+        merged["status_codes"]["503"].as_u64().unwrap(),
+        docs.iter().map(|d| d["status_codes"]["503"].as_u64().unwrap_or(0)).sum::<u64>()
+    );
+    // Lossless: the merged histogram is the sum of the three, sample for sample.
+    let decode = |d: &serde_json::Value| {
+        blocklab::load::report::decode_histogram(d["histograms"]["latency"].as_str().unwrap()).unwrap()
+    };
+    let mut added = decode(&docs[0]);
+    for d in &docs[1..] {
+        added.add(decode(d)).unwrap();
+    }
+    let merged_h = decode(&merged);
+    assert_eq!(merged_h.len(), 450);
+    for q in [0.5, 0.9, 0.99, 1.0] {
+        assert_eq!(merged_h.value_at_quantile(q), added.value_at_quantile(q), "q {q}");
+    }
+    assert_eq!(merged["latency_ms"]["p99"].as_f64().unwrap(), added.value_at_quantile(0.99) as f64 / 1000.0);
+
+    // Runs one after the other are said not to overlap, and their gap is not time under load.
+    std::thread::sleep(Duration::from_millis(300));
+    run_json(&["-k", "-c", "2", "-n", "100", &url], &dir.join("later.json"));
+    let out = common::output_within(
+        blocklab().args(["load", "merge"]).arg(dir.join("agent0.json")).arg(dir.join("later.json")),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("DO NOT OVERLAP"), "{text}");
+
+    // Not one load, or not a result: one line, exit 2.
+    let other = TestServer::start(behaviour(|_, _| (Duration::ZERO, Some(200))));
+    run_json(&["-k", "-c", "1", "-n", "10", &other.url("/m")], &dir.join("other.json"));
+    std::fs::write(dir.join("junk.json"), "{\"not\": 1}").unwrap();
+    for bad in ["other.json", "junk.json", "missing.json"] {
+        let out = common::output_within(
+            blocklab().args(["load", "merge"]).arg(dir.join("agent0.json")).arg(dir.join(bad)),
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), stderr.trim_end().lines().count()), (Some(2), 1), "{bad}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

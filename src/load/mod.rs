@@ -11,6 +11,7 @@
 //!   an [`ErrorKind`] that gets counted.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
 //!   [`RunResult`] with its HdrHistograms.
+//! * [`merge`] — one report from the JSON results of simultaneous runs.
 //! * [`report`] — the ab-style text summary and the versioned JSON document
 //!   (`schema/load-result.json`).
 //!
@@ -21,6 +22,7 @@
 
 pub mod client;
 pub mod engine;
+pub mod merge;
 pub mod outcome;
 pub mod plan;
 pub mod progress;

@@ -25,6 +25,16 @@ pub struct Target {
 impl Target {
     /// Parses and resolves an `http://` URL.
     pub fn parse(url: &str) -> Result<Target, String> {
+        Target::parse_with(url, true)
+    }
+
+    /// Parses an `http://` URL without resolving its host (the address is
+    /// `0.0.0.0` with the URL's port): for reports of runs made elsewhere.
+    pub fn unresolved(url: &str) -> Result<Target, String> {
+        Target::parse_with(url, false)
+    }
+
+    fn parse_with(url: &str, resolve: bool) -> Result<Target, String> {
         let uri: Uri = url.parse().map_err(|e| format!("malformed URL '{url}': {e}"))?;
         match uri.scheme_str() {
             Some("http") => {}
@@ -38,11 +48,15 @@ impl Target {
         }
         let port = authority.port_u16().unwrap_or(80);
         let host = authority.host().trim_start_matches('[').trim_end_matches(']');
-        let addr = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve '{host}': {e}"))?
-            .next()
-            .ok_or_else(|| format!("'{host}' resolves to no address"))?;
+        let addr = if resolve {
+            (host, port)
+                .to_socket_addrs()
+                .map_err(|e| format!("cannot resolve '{host}': {e}"))?
+                .next()
+                .ok_or_else(|| format!("'{host}' resolves to no address"))?
+        } else {
+            SocketAddr::from(([0, 0, 0, 0], port))
+        };
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
         Ok(Target {
             url: url.to_string(),

@@ -18,7 +18,7 @@ use super::outcome::RunResult;
 use super::plan::{LoadPlan, Stop};
 
 /// The version of the JSON document's shape; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Percentiles reported, as (label, quantile).
 const PERCENTILES: [(&str, f64); 10] = [
@@ -186,6 +186,48 @@ pub struct LoadReport {
     pub bytes_body: u64,
     /// Open loop only: how well the schedule was kept.
     pub schedule: Option<Schedule>,
+    /// The `Server` header of the first response that had one.
+    pub server: Option<String>,
+    /// Body bytes of the first 2xx/3xx response.
+    pub document_length: Option<u64>,
+    /// The histograms themselves, so that runs merge losslessly
+    /// (`blocklab load merge`).
+    pub histograms: EncodedHistograms,
+}
+
+/// Histograms of microseconds in HdrHistogram's V2 deflate encoding, base64:
+/// the form Java's `HistogramLogWriter` writes and every HdrHistogram
+/// implementation reads.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct EncodedHistograms {
+    /// Latency from the actual send.
+    pub latency: String,
+    /// Open loop: latency from the due time.
+    pub corrected: Option<String>,
+    /// Time to connect.
+    pub connect: String,
+}
+
+/// `h` in the V2 deflate encoding, base64.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    use hdrhistogram::serialization::Serializer;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("a histogram always encodes into memory");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The histogram [`encode_histogram`] wrote.
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("not an HdrHistogram: {e:?}"))
 }
 
 impl LoadReport {
@@ -252,6 +294,13 @@ impl LoadReport {
                 late_sends: s.late_sends,
                 max_send_lag_ms: s.max_send_lag.as_secs_f64() * 1000.0,
             }),
+            server: s.server.clone(),
+            document_length: s.document_length,
+            histograms: EncodedHistograms {
+                latency: encode_histogram(&s.latency),
+                corrected: s.corrected.as_ref().map(encode_histogram),
+                connect: encode_histogram(&s.connect),
+            },
         }
     }
 }
