@@ -461,6 +461,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
 
+    /// Also write the latencies as an HdrHistogram interval log to FILE: one interval
+    /// per second, tagged 'measured' (and 'corrected' in open loop), microseconds,
+    /// read by HdrHistogram's own tools (HdrLogProcessing, Python hdrhistogram).
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<std::path::PathBuf>,
+
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,

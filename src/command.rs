@@ -277,7 +277,14 @@ fn load(args: &LoadArgs) -> Result<(), Failure> {
         )),
         None => None,
     };
-    let result = crate::load::run(&plan)?;
+    let hdr_log = match &args.hdr_log {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let result = crate::load::engine::run_with_log(&plan, hdr_log)?;
     let report = LoadReport::new(&plan, &result);
     print!("{}", crate::load::report::text(&plan, &result, &report));
     if let Some((path, file)) = json_file {

@@ -211,3 +211,124 @@ fn merge_sums_simultaneous_runs_and_adds_their_histograms_losslessly() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// PyPI's `hdrhistogram`, installed into the git-ignored `.local/pyhdr` (as
+/// scripts/falkordb installs FalkorDB); None (skip) when pip cannot reach
+/// PyPI outside CI.
+fn python_hdrhistogram() -> Option<std::path::PathBuf> {
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".local/pyhdr");
+    if !target.join("hdrh/log.py").exists() {
+        let out = common::output_within(
+            Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--root-user-action=ignore",
+                ])
+                .args(["--target"])
+                .arg(&target)
+                .arg("hdrhistogram==0.10.8"),
+            Duration::from_secs(300),
+        );
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but pip could not install hdrhistogram: {why}"
+            );
+            eprintln!("skipped: pip could not install hdrhistogram: {why}");
+            return None;
+        }
+    }
+    Some(target)
+}
+
+#[test]
+fn the_hdr_log_reads_back_in_pythons_hdrhistogram_with_the_same_percentiles() {
+    let Some(pythonpath) = python_hdrhistogram() else { return };
+    let server =
+        TestServer::start(behaviour(|n, _| (Duration::from_micros(200 + (n % 13) * 150), Some(200))));
+    let dir = std::env::temp_dir().join(format!("blocklab-hdr-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("run.hlog");
+    let out = common::output_within(
+        blocklab()
+            .args([
+                "load",
+                "-q",
+                "-k",
+                "-c",
+                "4",
+                "--threads",
+                "2",
+                "-z",
+                "2500ms",
+                "--rate",
+                "400",
+                "--hdr-log",
+            ])
+            .arg(&log)
+            .arg("--json")
+            .arg(dir.join("run.json"))
+            .arg(server.url("/h")),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let script = r#"
+import sys
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600000000, 3))
+totals, intervals = {}, 0
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None:
+        break
+    intervals += 1
+    totals.setdefault(h.get_tag(), HdrHistogram(1, 3600000000, 3)).add(h)
+for tag in ("measured", "corrected"):
+    t = totals[tag]
+    print(tag, t.get_total_count(), *[t.get_value_at_percentile(p) for p in (50, 90, 99, 100)])
+print("intervals", intervals)
+"#;
+    let py = common::output_within(
+        Command::new("python3").env("PYTHONPATH", &pythonpath).args(["-c", script]).arg(&log),
+        Duration::from_secs(60),
+    );
+    let printed = String::from_utf8_lossy(&py.stdout);
+    assert!(py.status.success(), "{}{}", printed, String::from_utf8_lossy(&py.stderr));
+    let decode = |key: &str| {
+        blocklab::load::report::decode_histogram(doc["histograms"][key].as_str().unwrap()).unwrap()
+    };
+    for (tag, ours) in [("measured", decode("latency")), ("corrected", decode("corrected"))] {
+        let line = printed.lines().find(|l| l.starts_with(tag)).unwrap_or_else(|| panic!("{printed}"));
+        let figures: Vec<u64> = line.split_whitespace().skip(1).map(|v| v.parse().unwrap()).collect();
+        assert_eq!(figures[0], doc["completed"].as_u64().unwrap(), "{tag}: every sample is in the log");
+        for (p, theirs) in [50.0, 90.0, 99.0, 100.0].into_iter().zip(&figures[1..]) {
+            // The same value, to the histogram's precision (its equivalent-value range), with
+            // Python's rounding of the rank (Rust's value_at_quantile rounds it up instead).
+            let rank = ((p / 100.0 * ours.len() as f64 + 0.5) as u64).max(1);
+            let mut seen = 0;
+            let mine = ours
+                .iter_recorded()
+                .find(|v| {
+                    seen += v.count_since_last_iteration();
+                    seen >= rank
+                })
+                .map(|v| v.value_iterated_to())
+                .unwrap();
+            assert!(ours.equivalent(mine, *theirs), "{tag} p{p}: python {theirs} µs, blocklab {mine} µs");
+        }
+    }
+    let intervals: u64 = printed.lines().last().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(
+        (5..=8).contains(&intervals),
+        "{intervals} intervals (two tags, one per second of 2.5 s):\n{printed}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -31,7 +31,8 @@ use tokio::task::LocalSet;
 use tokio::time::{Instant, Sleep};
 
 use super::client::{self, Connection, ErrorKind, SendFailure};
-use super::outcome::{RunResult, ThreadStats};
+use super::hdr_log;
+use super::outcome::{RunResult, ThreadStats, histogram};
 use super::plan::{LoadPlan, Stop};
 use super::progress::Progress;
 
@@ -52,6 +53,11 @@ pub struct Shared {
 
 /// Runs `plan` to the end and returns what it measured.
 pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
+    run_with_log(plan, None)
+}
+
+/// [`run`], writing an HdrHistogram interval log to `log` as it goes (`--hdr-log`).
+pub fn run_with_log(plan: &LoadPlan, log: Option<std::fs::File>) -> anyhow::Result<RunResult> {
     plan.validate().map_err(anyhow::Error::msg)?;
     let threads = plan.threads.min(plan.connections).max(1);
     let plan = Arc::new(plan.clone());
@@ -60,6 +66,14 @@ pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
     let barrier = Arc::new(Barrier::new(threads));
     let t0: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let started_at = SystemTime::now();
+    let (writer, log) = match log {
+        Some(file) => {
+            let (writer, tx) = hdr_log::LogWriter::start(file, threads, started_at, &plan.target.url)
+                .context("starting the hdr-log writer")?;
+            (Some(writer), Some(tx))
+        }
+        None => (None, None),
+    };
 
     let progress = plan.progress.then(|| Progress::start(&plan, shared.clone()));
     let mut handles = Vec::with_capacity(threads);
@@ -67,17 +81,22 @@ pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
         // Connections are dealt out evenly: thread t gets [t*C/T, (t+1)*C/T).
         let first = t * plan.connections / threads;
         let last = (t + 1) * plan.connections / threads;
-        let (plan, shared, barrier, t0) = (plan.clone(), shared.clone(), barrier.clone(), t0.clone());
+        let (plan, shared, barrier, t0, log) =
+            (plan.clone(), shared.clone(), barrier.clone(), t0.clone(), log.clone());
         let handle = std::thread::Builder::new()
             .name(format!("load-{t}"))
-            .spawn(move || engine_thread(&plan, first..last, &shared, &barrier, &t0))
+            .spawn(move || engine_thread(&plan, first..last, &shared, &barrier, &t0, log))
             .context("starting an engine thread")?;
         handles.push(handle);
     }
+    drop(log);
     let mut merged = ThreadStats::new(plan.rate.is_some());
     for handle in handles {
         let stats = handle.join().map_err(|_| anyhow::anyhow!("an engine thread panicked"))??;
         merged.merge(&stats);
+    }
+    if let Some(writer) = writer {
+        writer.finish().context("writing the hdr log")?;
     }
     let end = Instant::now();
     shared.finished.store(true, Relaxed);
@@ -94,6 +113,7 @@ fn engine_thread(
     shared: &Arc<Shared>,
     barrier: &Barrier,
     t0: &OnceLock<Instant>,
+    log: Option<hdr_log::Sender>,
 ) -> anyhow::Result<ThreadStats> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
     // Even if this thread cannot run, it must reach the barrier or the others wait forever.
@@ -104,6 +124,9 @@ fn engine_thread(
     let runtime = runtime.context("starting an engine runtime")?;
     let t0 = *t0.get().expect("set by the barrier leader");
     let stats = Rc::new(RefCell::new(ThreadStats::new(plan.rate.is_some())));
+    if log.is_some() {
+        stats.borrow_mut().interval = Some((histogram(), plan.rate.is_some().then(histogram)));
+    }
     // The request, encoded once, `--pipeline` times over.
     let wire: Rc<[u8]> = encode_request(plan).repeat(plan.pipeline).into();
     let local = LocalSet::new();
@@ -116,12 +139,45 @@ fn engine_thread(
                 })
             })
             .collect();
+        // With --hdr-log: every second, this thread's interval histograms go to the writer.
+        let ticker = log.clone().map(|tx| {
+            let stats = stats.clone();
+            tokio::task::spawn_local(async move {
+                for index in 0.. {
+                    tokio::time::sleep_until(t0 + Duration::from_secs(index + 1)).await;
+                    flush_interval(&stats, &tx, index, Duration::from_secs(1));
+                }
+            })
+        });
         for task in tasks {
             let _ = task.await;
         }
+        if let Some(ticker) = ticker {
+            ticker.abort();
+        }
     });
     drop(local);
+    if let Some(tx) = &log {
+        let elapsed = t0.elapsed();
+        let index = elapsed.as_secs();
+        flush_interval(&stats, tx, index, elapsed - Duration::from_secs(index));
+    }
     Ok(Rc::try_unwrap(stats).map_err(|_| anyhow::anyhow!("connection tasks outlived the run"))?.into_inner())
+}
+
+/// Sends this thread's histograms of second `index` to the log writer and empties them.
+fn flush_interval(stats: &RefCell<ThreadStats>, tx: &hdr_log::Sender, index: u64, length: Duration) {
+    let mut s = stats.borrow_mut();
+    if let Some((measured, corrected)) = s.interval.as_mut() {
+        let interval =
+            hdr_log::Interval { index, length, measured: measured.clone(), corrected: corrected.clone() };
+        measured.reset();
+        if let Some(c) = corrected.as_mut() {
+            c.reset();
+        }
+        // The writer only goes away when the run has failed already.
+        let _ = tx.send(interval);
+    }
 }
 
 /// What became of one request.

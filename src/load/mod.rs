@@ -11,6 +11,7 @@
 //!   an [`ErrorKind`] that gets counted.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
 //!   [`RunResult`] with its HdrHistograms.
+//! * [`hdr_log`] — `--hdr-log`: the latencies as an HdrHistogram interval log.
 //! * [`merge`] — one report from the JSON results of simultaneous runs.
 //! * [`report`] — the ab-style text summary and the versioned JSON document
 //!   (`schema/load-result.json`).
@@ -22,6 +23,7 @@
 
 pub mod client;
 pub mod engine;
+pub mod hdr_log;
 pub mod merge;
 pub mod outcome;
 pub mod plan;

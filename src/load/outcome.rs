@@ -13,7 +13,8 @@ use super::client::{ErrorKind, Reply};
 /// Highest latency a histogram holds, in microseconds (one hour); longer is clamped.
 const MAX_US: u64 = 3_600_000_000;
 
-fn histogram() -> Histogram<u64> {
+/// An empty latency histogram: 1 µs to one hour, 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
 }
 
@@ -28,6 +29,9 @@ pub struct ThreadStats {
     pub latency: Histogram<u64>,
     /// Open loop only: from the time the request *should* have been sent (µs).
     pub corrected: Option<Histogram<u64>>,
+    /// With `--hdr-log`: the current second's latencies (and corrected ones),
+    /// handed to the log writer and emptied every second.
+    pub interval: Option<(Histogram<u64>, Option<Histogram<u64>>)>,
     /// Time to establish each new connection (µs).
     pub connect: Histogram<u64>,
     /// Requests the run started (each ends as exactly one of the three below).
@@ -66,6 +70,7 @@ impl ThreadStats {
         ThreadStats {
             latency: histogram(),
             corrected: open_loop.then(histogram),
+            interval: None,
             connect: histogram(),
             sent: 0,
             completed: 0,
@@ -103,6 +108,12 @@ impl ThreadStats {
         self.latency.saturating_record(micros(latency));
         if let (Some(h), Some(c)) = (self.corrected.as_mut(), corrected) {
             h.saturating_record(micros(c));
+        }
+        if let Some((measured, corrected_now)) = self.interval.as_mut() {
+            measured.saturating_record(micros(latency));
+            if let (Some(h), Some(c)) = (corrected_now.as_mut(), corrected) {
+                h.saturating_record(micros(c));
+            }
         }
     }
 
