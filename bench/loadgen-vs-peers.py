@@ -13,10 +13,10 @@ against `blocklab serve /test` (--workers 1), and blocklab's peak RSS for a
 100k-request and a 10M-request run (they should be about equal: the
 histograms are constant-size).
 
-oha is used when on the PATH or in .local/oha; `--install-oha` first runs
-`cargo install oha --locked --root .local/oha` (minutes; skipped with a note
-if it does not build). The other tools are used when installed and named
-when not (Debian: wrk, apache2-utils, nghttp2-client; hey from Go).
+oha is used when on the PATH or in .local/oha; when absent the script first
+runs `cargo install oha --locked --root .local/oha` (minutes; skipped with a
+note if it does not build; `--no-oha` skips it). The other tools are used
+when installed and named when not (Debian: wrk, apache2-utils, hey, nghttp2-client).
 
     bench/loadgen-vs-peers.py                    # 5 rounds of 5 s, then the RSS runs
     bench/loadgen-vs-peers.py --rounds 3 --seconds 3 --no-long-rss --big-c 0
@@ -225,18 +225,22 @@ def main():
     p.add_argument("--load-cpu", type=int, default=1)
     p.add_argument("--no-long-rss", action="store_true", help="skip the 10M-request RSS run")
     p.add_argument("--big-c", type=int, default=10_000, help="connections of the second comparison (0: skip it)")
-    p.add_argument("--install-oha", action="store_true", help="cargo install oha into .local/oha first")
+    p.add_argument("--no-oha", action="store_true", help="do not install oha into .local/oha when it is absent")
     args = p.parse_args()
 
     if not os.path.exists(BLOCKLAB):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
-    if args.install_oha:
+    if not args.no_oha:
         install_oha()
     raise_nofile()
     tmp = tempfile.mkdtemp(prefix="loadgen-bench-")
     target, url, desc = start_target(args.target_cpu, tmp)
     try:
         peers = tools(url, args.connections, args.seconds, tmp)
+        names = [t[0] for t in peers]
+        missing = [t for t in ("wrk", "ab", "hey", "h2load", "oha") if t not in names]
+        if missing:
+            print(f"not installed, left out: {', '.join(missing)}")
         print(f"target: {desc}, pinned to CPU {args.target_cpu}; load generators pinned to CPU {args.load_cpu}")
         print(f"{args.rounds} rounds x {args.seconds} s per tool, {args.connections} connections, keep-alive, "
               f"one thread each; tools: {', '.join(t[0] for t in peers)}\n")
