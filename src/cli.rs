@@ -401,6 +401,9 @@ Examples:
   blocklab load -k -c 50 -z 30s http://127.0.0.1:9000/getDataAsync
   blocklab load -k -c 20 -z 10s --rate 2000 http://127.0.0.1:9000/getData
   blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
+  blocklab load -k -c 100 -z 10s --pipeline 16 http://127.0.0.1:9000/test
+  blocklab load -k -z 60s --json a.json --hdr-log a.hlog http://127.0.0.1:9000/test
+  blocklab load merge a.json b.json c.json --json merged.json
 
 Closed loop (default): each connection sends its next request when the previous one ends.
 Open loop (--rate): requests are due at fixed intervals; latency is also measured from when
