@@ -232,6 +232,17 @@ fn watch_for_interrupt(flag: Arc<AtomicBool>) {
     });
 }
 
+/// The output file at `path`, created now, so that a bad path is a usage
+/// error before any work instead of a lost run at the end.
+fn created(path: Option<&std::path::Path>) -> Result<Option<(&std::path::Path, std::fs::File)>, Failure> {
+    path.map(|path| {
+        std::fs::File::create(path)
+            .map(|file| (path, file))
+            .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+    })
+    .transpose()
+}
+
 /// `blocklab load merge`: read every file first, merge, print, write the JSON.
 fn load_merge(args: &MergeArgs) -> Result<(), Failure> {
     let mut runs = Vec::with_capacity(args.files.len());
@@ -243,14 +254,7 @@ fn load_merge(args: &MergeArgs) -> Result<(), Failure> {
         })?;
         runs.push((path.display().to_string(), run));
     }
-    let json_file = match &args.json {
-        Some(path) => Some((
-            path,
-            std::fs::File::create(path)
-                .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
-        )),
-        None => None,
-    };
+    let json_file = created(args.json.as_deref())?;
     let merged = crate::load::merge::merge(&runs).map_err(Failure::Usage)?;
     let names: Vec<String> = runs.into_iter().map(|(name, _)| name).collect();
     print!("{}", crate::load::merge::text(&merged, &names));
@@ -269,21 +273,8 @@ fn load(args: &LoadArgs) -> Result<(), Failure> {
     let mut plan = args.plan().map_err(Failure::Usage)?;
     plan.progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     // Created before the run, so a bad path cannot lose a long run's results.
-    let json_file = match &args.json {
-        Some(path) => Some((
-            path,
-            std::fs::File::create(path)
-                .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
-        )),
-        None => None,
-    };
-    let hdr_log = match &args.hdr_log {
-        Some(path) => Some(
-            std::fs::File::create(path)
-                .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
+    let json_file = created(args.json.as_deref())?;
+    let hdr_log = created(args.hdr_log.as_deref())?.map(|(_, file)| file);
     let result = crate::load::engine::run_with_log(&plan, hdr_log)?;
     let report = LoadReport::new(&plan, &result);
     print!("{}", crate::load::report::text(&plan, &result, &report));
