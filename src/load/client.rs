@@ -109,18 +109,6 @@ pub struct Connection {
     end: usize,
     /// The server ended the connection, or a response said it would.
     closed: bool,
-    /// Whether any byte was ever read on it.
-    used: bool,
-}
-
-/// Why [`Connection::send`] got no response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendFailure {
-    /// The connection had been closed (by the server, while idle) before the
-    /// request went out: nothing was sent, so the caller may reconnect and send it.
-    NotSent,
-    /// The request failed.
-    Failed(ErrorKind),
 }
 
 /// Connects to `addr` within `timeout`.
@@ -135,7 +123,7 @@ pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Connection, 
         Ok(Ok(stream)) => stream,
     };
     let _ = stream.set_nodelay(true);
-    Ok(Connection { stream, buf: vec![0; BUFFER], start: 0, end: 0, closed: false, used: false })
+    Ok(Connection { stream, buf: vec![0; BUFFER], start: 0, end: 0, closed: false })
 }
 
 impl Connection {
@@ -163,29 +151,11 @@ impl Connection {
     }
 
     /// Writes `request` (one or more encoded requests) as is.
-    pub async fn write(&mut self, request: &[u8]) -> Result<(), SendFailure> {
-        match self.stream.write_all(request).await {
-            Ok(()) => Ok(()),
-            // Nothing came back yet and the peer is gone: it closed while idle.
-            Err(_) if !self.used && self.closed => Err(SendFailure::NotSent),
-            Err(e) => {
-                self.closed = true;
-                Err(SendFailure::Failed(io_kind(&e)))
-            }
-        }
-    }
-
-    /// Writes `request` and reads the whole response to it. `to_head`: the
-    /// request is a HEAD (no body follows). `want_server` copies the
-    /// `Server` header (an allocation, so only until one response had it).
-    pub async fn send(
-        &mut self,
-        request: &[u8],
-        to_head: bool,
-        want_server: bool,
-    ) -> Result<Reply, SendFailure> {
-        self.write(request).await?;
-        self.read_response(to_head, want_server).await.map_err(SendFailure::Failed)
+    pub async fn write(&mut self, request: &[u8]) -> Result<(), ErrorKind> {
+        self.stream.write_all(request).await.map_err(|e| {
+            self.closed = true;
+            io_kind(&e)
+        })
     }
 
     /// Reads one whole response: interim 1xx heads, the final head, its body.
@@ -301,7 +271,6 @@ impl Connection {
             }
             Ok(n) => {
                 self.end += n;
-                self.used = true;
                 Ok(())
             }
             Err(e) => {

@@ -30,7 +30,7 @@ use anyhow::Context;
 use tokio::task::LocalSet;
 use tokio::time::{Instant, Sleep};
 
-use super::client::{self, Connection, ErrorKind, SendFailure};
+use super::client::{self, Connection, ErrorKind};
 use super::hdr_log;
 use super::outcome::{RunResult, ThreadStats, histogram};
 use super::plan::{LoadPlan, Stop};
@@ -321,25 +321,16 @@ async fn exchange(
     let to_head = plan.method == hyper::Method::HEAD;
     let mut answered = 0;
     let work = async {
-        // One retry, for a keep-alive connection the server closed while it was idle.
-        for attempt in 0..2 {
-            let reusable = plan.keep_alive && connection.as_mut().is_some_and(Connection::is_open);
-            if !reusable {
-                connecting.set(true);
-                let started = Instant::now();
-                *connection = Some(client::connect(plan.target.addr, plan.timeout).await?);
-                stats.borrow_mut().connected(started.elapsed());
-                connecting.set(false);
-            }
-            let open = connection.as_mut().expect("connected above");
-            match open.write(wire).await {
-                Ok(()) => break,
-                Err(SendFailure::NotSent) if attempt == 0 => *connection = None,
-                Err(SendFailure::NotSent) => return Err(ErrorKind::ClosedEarly),
-                Err(SendFailure::Failed(kind)) => return Err(kind),
-            }
+        // A keep-alive connection the server closed while it was idle is replaced before the write.
+        if !(plan.keep_alive && connection.as_mut().is_some_and(Connection::is_open)) {
+            connecting.set(true);
+            let started = Instant::now();
+            *connection = Some(client::connect(plan.target.addr, plan.timeout).await?);
+            stats.borrow_mut().connected(started.elapsed());
+            connecting.set(false);
         }
-        let open = connection.as_mut().expect("written above");
+        let open = connection.as_mut().expect("connected above");
+        open.write(wire).await?;
         while answered < batch {
             let want_server = stats.borrow().server.is_none();
             let reply = open.read_response(to_head, want_server).await?;
@@ -349,7 +340,7 @@ async fn exchange(
         Ok(())
     };
     let result = bounded(watchdog, cut, work).await;
-    let unanswered = |answered| batch - answered;
+    let unanswered = batch - answered;
     match result {
         Ok(Ok(())) => {
             if !plan.keep_alive || connection.as_ref().is_some_and(Connection::is_closed) {
@@ -358,7 +349,7 @@ async fn exchange(
         }
         Ok(Err(kind)) => {
             *connection = None;
-            for _ in 0..unanswered(answered) {
+            for _ in 0..unanswered {
                 record(Outcome::Failed(kind));
             }
         }
@@ -371,7 +362,7 @@ async fn exchange(
             } else {
                 Outcome::Failed(ErrorKind::RequestTimeout)
             };
-            for _ in 0..unanswered(answered) {
+            for _ in 0..unanswered {
                 record(outcome.clone());
             }
         }
