@@ -18,11 +18,23 @@ Printed ratios (medians):
 Extra rows: `serve --model lean` /test, and `blocklab load` as the client
 against nginx and /test (a check that the ratio is not wrk's alone).
 
-It installs nothing: it uses wrk and nginx from the PATH (or /usr/sbin/nginx)
-and says so when they are missing.
+--before BINARY adds another build of blocklab (say, main before a change)
+as more targets in the same rounds, and prints after ÷ before.
+
+--instructions then counts, for each server in turn, the user-space CPU
+instructions it executes per request (valgrind's callgrind, counters zeroed
+after a warm-up, -n requests over 20 keep-alive connections). Unlike
+requests/s, that count does not move with the machine's noise, so it shows
+what a change to the server's own code buys even when the rounds cannot;
+kernel time (the socket calls, about two thirds of /test's CPU here) is not in
+it, and equal counts can still run at different speeds.
+
+It installs nothing: it uses wrk and nginx from the PATH (or /usr/sbin/nginx),
+and valgrind for --instructions, and says so when they are missing.
 
     bench/serve-vs-nginx.py                      # 5 rounds of 5 s
     bench/serve-vs-nginx.py --rounds 3 --seconds 3
+    bench/serve-vs-nginx.py --before /tmp/blocklab-main --instructions
 """
 
 import argparse
@@ -68,9 +80,8 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def start_nginx(nginx, cpu, tmp):
-    port = free_port()
-    conf = os.path.join(tmp, "nginx.conf")
+def write_nginx_config(tmp, port):
+    conf = os.path.join(tmp, f"nginx-{port}.conf")
     with open(conf, "w") as f:
         f.write(f"""
 worker_processes 1;
@@ -88,21 +99,62 @@ http {{
     }}
 }}
 """)
+    return conf
+
+
+def start_nginx(nginx, cpu, tmp):
+    port = free_port()
+    conf = write_nginx_config(tmp, port)
     proc = subprocess.Popen(["taskset", "-c", str(cpu), nginx, "-c", conf, "-p", tmp],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(port, proc)
     return proc, port
 
 
-def start_blocklab(cpu, model, nodes):
+def blocklab_command(binary, port, model, nodes):
+    cmd = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--workers", "1", "--nodes", str(nodes)]
+    return cmd if model == "reactive" else cmd + ["--model", model]
+
+
+def start_blocklab(cpu, model, nodes, binary=BLOCKLAB):
     port = free_port()
-    cmd = ["taskset", "-c", str(cpu), BLOCKLAB, "serve", "--listen", f"127.0.0.1:{port}", "--workers", "1",
-           "--nodes", str(nodes)]
-    if model != "reactive":
-        cmd += ["--model", model]
+    cmd = ["taskset", "-c", str(cpu)] + blocklab_command(binary, port, model, nodes)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"})
     wait_for(port, proc)
     return proc, port
+
+
+def instructions_per_request(cmd, port, path, requests, tmp, cpu):
+    """User-space instructions per request of the server `cmd` (listening on
+    `port`), under callgrind: warm up, zero the counters, run `requests`
+    requests, dump, read the total."""
+    out = os.path.join(tmp, f"callgrind.{port}")
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p"]
+                            + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"})
+    try:
+        wait_for(port, proc, timeout=300)
+        url = f"http://127.0.0.1:{port}{path}"
+        load = lambda n: subprocess.run([BLOCKLAB, "load", "-k", "-q", "-n", str(n), "-c", "20", url],
+                                        capture_output=True, text=True, check=True)
+        load(2000)
+        subprocess.run(["callgrind_control", "--zero", str(proc.pid)], capture_output=True, check=True)
+        load(requests)
+        subprocess.run(["callgrind_control", "--dump", str(proc.pid)], capture_output=True, check=True)
+        dump = f"{out}.{proc.pid}.1"
+        for _ in range(100):
+            if os.path.exists(dump) and os.path.getsize(dump) > 0:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        with open(dump) as f:
+            total = next(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:")))
+        return total / requests
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def run_wrk(url, cpu, conns, seconds):
@@ -134,13 +186,22 @@ def main():
     p.add_argument("--server-cpu", type=int, default=1)
     p.add_argument("--load-cpu", type=int, default=0)
     p.add_argument("--no-blocklab-load", action="store_true", help="only wrk as the client")
+    p.add_argument("--before", metavar="BINARY", help="another blocklab build to run beside this one")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count user-space instructions per request under callgrind (needs valgrind)")
+    p.add_argument("--requests", type=int, default=20_000, help="requests counted per server with --instructions")
     args = p.parse_args()
 
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-    missing = [name for name, found in [("wrk", shutil.which("wrk")), ("nginx", nginx)] if not found]
+    needed = [("wrk", shutil.which("wrk")), ("nginx", nginx)]
+    if args.instructions:
+        needed += [("valgrind", shutil.which("valgrind")), ("callgrind_control", shutil.which("callgrind_control"))]
+    missing = [name for name, found in needed if not found]
     if missing:
         sys.exit(f"serve-vs-nginx: {' and '.join(missing)} not found on the PATH; this script installs nothing "
-                 "(Debian: apt-get install wrk nginx-light)")
+                 "(Debian: apt-get install wrk nginx-light valgrind)")
+    if args.before and not os.access(args.before, os.X_OK):
+        sys.exit(f"serve-vs-nginx: --before {args.before}: not an executable file")
     if not os.path.exists(BLOCKLAB):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
 
@@ -161,6 +222,13 @@ def main():
             ("/getData", reactive, f"http://127.0.0.1:{r_port}/getData?id={nid}", "wrk"),
             ("lean /test", lean, f"http://127.0.0.1:{l_port}/test", "wrk"),
         ]
+        if args.before:
+            before, b_port = start_blocklab(args.server_cpu, "reactive", args.nodes, args.before)
+            procs.append(before)
+            targets += [
+                ("before /test", before, f"http://127.0.0.1:{b_port}/test", "wrk"),
+                ("before /getDataAsync", before, f"http://127.0.0.1:{b_port}/getDataAsync?id={nid}", "wrk"),
+            ]
         if not args.no_blocklab_load:
             targets += [
                 ("nginx", ngx, f"http://127.0.0.1:{ngx_port}/", "blocklab load"),
@@ -171,7 +239,10 @@ def main():
               f"(reactive and lean; embedded Grafeo, {args.nodes} nodes, 0 ms latency, id={nid})")
         print(f"clients on CPU {args.load_cpu}: wrk -t1 -c{args.connections}"
               + ("" if args.no_blocklab_load else f", blocklab load -k -c {args.connections} --threads 1")
-              + f"; {args.rounds} rounds x {args.seconds} s, targets alternating\n")
+              + f"; {args.rounds} rounds x {args.seconds} s, targets alternating")
+        if args.before:
+            print(f"before: {args.before} (reactive, same flags)")
+        print()
 
         results = {(name, client): [] for name, _, _, client in targets}
         for r in range(args.rounds):
@@ -184,7 +255,7 @@ def main():
                 cpu_us = (cpu_seconds(proc.pid) - before) / max(n, 1) * 1e6
                 results[(name, client)].append((rps, cpu_us))
                 note = f"  ({bad} not 2xx!)" if bad else ""
-                print(f"  round {r + 1}  {client:<13} {name:<14} {rps:>10,.0f} req/s  {cpu_us:6.2f} µs server CPU/request{note}")
+                print(f"  round {r + 1}  {client:<13} {name:<20} {rps:>10,.0f} req/s  {cpu_us:6.2f} µs server CPU/request{note}")
 
         med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
                for k, v in results.items() if v}
@@ -201,6 +272,38 @@ def main():
         if ("/test", "blocklab load") in med:
             b = lambda name: med[(name, "blocklab load")][0]
             print(f"  /test ÷ nginx (blocklab load) = {b('/test') / b('nginx'):.2f}")
+        if args.before:
+            print(f"  /test ÷ before /test          = {w('/test') / w('before /test'):.2f}")
+            print(f"  /getDataAsync ÷ before        = {w('/getDataAsync') / w('before /getDataAsync'):.2f}")
+            print(f"  before: /test ÷ nginx         = {w('before /test') / w('nginx'):.2f}")
+            print(f"  before: /getDataAsync ÷ /test = {w('before /getDataAsync') / w('before /test'):.2f}")
+
+        if args.instructions:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=15)
+            procs.clear()
+            print(f"\nuser-space instructions per request (callgrind; {args.requests:,} requests, "
+                  "20 keep-alive connections, one server at a time):")
+            port = free_port()
+            conf = write_nginx_config(tmp, port)
+            runs = [("nginx", [nginx, "-c", conf, "-p", tmp], port, "/")]
+            for label, binary in [("", BLOCKLAB)] + ([("before ", args.before)] if args.before else []):
+                for path in ["/test", f"/getDataAsync?id={nid}"]:
+                    port = free_port()
+                    runs.append((f"{label}{path.split('?')[0]}", blocklab_command(binary, port, "reactive", args.nodes),
+                                 port, path))
+            port = free_port()
+            runs.append(("lean /test", blocklab_command(BLOCKLAB, port, "lean", args.nodes), port, "/test"))
+            counts = {}
+            for name, cmd, port, path in runs:
+                counts[name] = instructions_per_request(cmd, port, path, args.requests, tmp, args.server_cpu)
+                print(f"  {name:<22} {counts[name]:>9,.0f}   ÷ nginx {counts[name] / counts['nginx']:.2f}")
+            print(f"  /getDataAsync ÷ /test  {counts['/getDataAsync'] / counts['/test']:.2f}")
+            if args.before:
+                print(f"  /test ÷ before /test   {counts['/test'] / counts['before /test']:.2f}")
+                print(f"  /getDataAsync ÷ before {counts['/getDataAsync'] / counts['before /getDataAsync']:.2f}")
     finally:
         for proc in procs:
             proc.terminate()

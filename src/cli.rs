@@ -638,6 +638,11 @@ pub struct ServeArgs {
     /// as Tomcat's acceptCount; 4096 otherwise; capped by net.core.somaxconn].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_535), value_name = "N")]
     pub accept_count: Option<u32>,
+
+    /// How long a client may take to send a request head; under every model but lean an
+    /// idle keep-alive connection is closed after it too (lean answers a started head 408).
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub header_timeout: Duration,
 }
 
 /// How the server's database clients connect (networked databases only).
@@ -702,6 +707,7 @@ impl ServeArgs {
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
                 .or(self.model.default_max_connections()),
             accept_count: self.accept_count.unwrap_or(self.model.default_accept_count()),
+            header_timeout: self.header_timeout,
         })
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blocklab::graph::{Content, EmbeddedGraph, GraphBackend, GraphError, ReadFuture, content_record};
-use blocklab::server::{ActorLimits, Endpoint, ServeConfig};
+use blocklab::server::{ActorLimits, Endpoint, Model, ServeConfig};
 use common::{embedded_server, get, server_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -263,4 +263,68 @@ fn metric(text: &str, name: &str) -> u64 {
         .trim()
         .parse::<f64>()
         .unwrap() as u64
+}
+
+/// Reads one `/test` response (its body is `works`) from a keep-alive connection.
+async fn read_works(stream: &mut tokio::net::TcpStream) {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !seen.ends_with(b"works") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed mid-response: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// How long the server took to close a connection it stopped hearing from, up to 20 s.
+async fn closed_after(stream: &mut tokio::net::TcpStream) -> (Duration, String) {
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the connection was still open 20 s later");
+    (started.elapsed(), String::from_utf8_lossy(&rest).into_owned())
+}
+
+/// `--header-timeout` cuts off a client that stops halfway through a head
+/// (and, under hyper, an idle keep-alive connection), and never a connection
+/// that keeps sending requests, however many timeouts long it lives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_timeout_cuts_off_stalled_clients_and_never_a_busy_connection() {
+    const REQUEST: &[u8] = b"GET /test HTTP/1.1\r\nhost: blocklab\r\n\r\n";
+    let timeout = Duration::from_secs(1);
+    let server = embedded_server(ServeConfig { header_timeout: timeout, ..small() });
+    let addr = server.addr();
+    let busy = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let started = std::time::Instant::now();
+        let mut answered = 0;
+        while started.elapsed() < timeout * 3 {
+            stream.write_all(REQUEST).await.unwrap();
+            read_works(&mut stream).await;
+            answered += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Then idle: hyper closes a keep-alive connection after the timeout.
+        (answered, closed_after(&mut stream).await.0)
+    };
+    let stalled = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(b"GET /test HTTP/1.1\r\nhost:").await.unwrap();
+        closed_after(&mut stream).await.0
+    };
+    let ((answered, idle_closed), stalled_closed) = tokio::join!(busy, stalled);
+    assert!(answered >= 10, "only {answered} requests answered in 3 timeouts");
+    // The timer starts when the server starts reading, a little before the
+    // client starts counting: hence the 200 ms of room below the timeout.
+    for (what, closed) in [("idle", idle_closed), ("stalled", stalled_closed)] {
+        assert!(closed >= timeout - Duration::from_millis(200), "{what} connection closed after {closed:?}");
+    }
+
+    // lean answers a started head 408 after the same timeout.
+    let lean = embedded_server(ServeConfig { header_timeout: timeout, model: Model::Lean, ..small() });
+    let mut stream = tokio::net::TcpStream::connect(lean.addr()).await.unwrap();
+    stream.write_all(b"GET /test HTTP/1.1\r\nhost:").await.unwrap();
+    let (closed, answer) = closed_after(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    assert!(closed >= timeout - Duration::from_millis(200), "lean closed after {closed:?}");
 }

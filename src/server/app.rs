@@ -1,20 +1,14 @@
 //! The router: which path runs which execution model, the state the handlers
-//! share, and the layer every request passes through (metrics, the `Server`
-//! header, panic capture). `app(state)` builds it without a socket, so tests
+//! share, and the layer every request passes through ([`super::observe`]:
+//! metrics, the `Server` header, panic capture). `app(state)` builds it without a socket, so tests
 //! can drive it directly.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::HeaderValue;
-use axum::http::header::SERVER;
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
-use futures_util::FutureExt;
+use tower::Layer;
 
 use super::actors::ActorSystem;
 use super::endpoint::Endpoint;
@@ -22,12 +16,10 @@ use super::error::AppError;
 use super::handlers;
 use super::metrics::Metrics;
 use super::model::Model;
+use super::observe::{Observe, ObserveLayer};
 use super::request_threads::RequestThreads;
 use super::runtime::RuntimeProbe;
 use crate::graph::GraphBackend;
-
-/// The value of the `Server` header on every response.
-pub const SERVER_HEADER: &str = concat!("blocklab/", env!("CARGO_PKG_VERSION"));
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]
@@ -106,18 +98,26 @@ impl AppState {
     }
 }
 
+/// The service hyper serves: the router behind the layer every request
+/// passes through.
+pub type App = Observe<Router>;
+
 /// The service: every endpoint of the state's model on its path, GET only,
-/// JSON errors elsewhere.
-pub fn app(state: AppState) -> Router {
+/// JSON errors elsewhere; every request timed and counted.
+pub fn app(state: AppState) -> App {
     let router = match state.model() {
         Model::Pool | Model::Thread => on_request_threads(),
         Model::Reactive | Model::Lean => reactive(),
     };
-    router
-        .route(Endpoint::Metrics.path(), only_get(handlers::metrics))
-        .fallback(handlers::no_such_path)
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .with_state(state)
+    let observe = ObserveLayer::new(state.metrics().clone());
+    // Around the whole router, not each route (`Router::layer`), so a request
+    // passes through it once and no route is boxed twice.
+    observe.layer(
+        router
+            .route(Endpoint::Metrics.path(), only_get(handlers::metrics))
+            .fallback(handlers::no_such_path)
+            .with_state(state),
+    )
 }
 
 /// The reactive model's routes: every handler on the async workers.
@@ -156,18 +156,4 @@ where
     T: 'static,
 {
     get(handler).fallback(handlers::method_not_allowed)
-}
-
-/// Times and counts every request by endpoint, turns a handler panic into a
-/// 500 (the connection and the server carry on) and sets the `Server` header.
-async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let endpoint = Endpoint::from_path(request.uri().path());
-    let timer = state.metrics().start(endpoint);
-    let mut response = match AssertUnwindSafe(next.run(request)).catch_unwind().await {
-        Ok(response) => response,
-        Err(_) => AppError::Panicked.into_response(),
-    };
-    response.headers_mut().insert(SERVER, HeaderValue::from_static(SERVER_HEADER));
-    timer.finish(response.status().as_u16());
-    response
 }

@@ -14,7 +14,8 @@
 //! GET and HEAD on `/delay`, `/test` and `/metrics`. Anything else gets a
 //! correct error: 404 (unknown path), 405 (other method), 413 (a request
 //! body), 431 (a head over 16 KiB or over 64 fields), 400 (malformed), 505
-//! (another HTTP version), 408 (a head not complete within 30 s); after a
+//! (another HTTP version), 408 (a started head not complete within
+//! `--header-timeout`, 30 s by default); after a
 //! malformed head the connection is closed.
 
 use std::cell::RefCell;
@@ -28,10 +29,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::accept::{Admission, Ticket};
-use super::app::SERVER_HEADER;
 use super::endpoint::Endpoint;
 use super::error::AppError;
 use super::metrics::Metrics;
+use super::observe::SERVER_HEADER;
 use super::runtime::RuntimeProbe;
 use super::{Model, ServeConfig, delay, model_info};
 use crate::http1;
@@ -40,8 +41,6 @@ use crate::http1;
 const MAX_HEAD: usize = 16 * 1024;
 /// The most header fields accepted.
 const MAX_HEADERS: usize = 64;
-/// How long a started request head may take to arrive in full.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 thread_local! {
     /// Where readable bytes are read and parsed; one per worker thread, so an
@@ -65,6 +64,8 @@ struct Shared {
     info: Vec<(&'static str, String)>,
     test: Vec<u8>,
     delay: Vec<u8>,
+    /// How long a started request head may take to arrive in full.
+    head_timeout: Duration,
 }
 
 impl LeanServer {
@@ -75,7 +76,8 @@ impl LeanServer {
         let test = prelude(200, "text/plain; charset=utf-8", b"works".len(), "");
         let delay = prelude(200, "application/json", delay::BODY.len(), "");
         let info = model_info(config);
-        LeanServer { shared: Arc::new(Shared { metrics, admission, http, info, test, delay }) }
+        let head_timeout = config.header_timeout;
+        LeanServer { shared: Arc::new(Shared { metrics, admission, http, info, test, delay, head_timeout }) }
     }
 
     /// Serves `listener` until `shutdown` resolves, then stops accepting,
@@ -227,7 +229,7 @@ async fn connection(
     // unallocated) whenever the connection is idle.
     let mut pending = Vec::new();
     loop {
-        let request = match next_request(&stream, &mut pending, &mut stopped).await {
+        let request = match next_request(&stream, &mut pending, &mut stopped, shared.head_timeout).await {
             Input::Request(request) => request,
             Input::Closed => break,
             Input::Malformed(status, message) => {
@@ -286,11 +288,13 @@ async fn connection(
     drop(ticket);
 }
 
-/// Reads until a whole request head is there (pending bytes first).
+/// Reads until a whole request head is there (pending bytes first); a head
+/// started and not complete within `head_timeout` gets a 408.
 async fn next_request(
     stream: &TcpStream,
     pending: &mut Vec<u8>,
     stopped: &mut watch::Receiver<bool>,
+    head_timeout: Duration,
 ) -> Input {
     let mut started: Option<Instant> = None;
     loop {
@@ -314,7 +318,7 @@ async fn next_request(
                 _ = stopped.wait_for(|stop| *stop) => return Input::Closed,
             }
         } else {
-            let deadline = *started.get_or_insert_with(Instant::now) + HEAD_TIMEOUT;
+            let deadline = *started.get_or_insert_with(Instant::now) + head_timeout;
             match tokio::time::timeout_at(deadline.into(), stream.readable()).await {
                 Ok(readable) => readable,
                 Err(_) => {

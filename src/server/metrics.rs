@@ -7,6 +7,7 @@
 //! read it; the experiment runner and the report use the same names.
 
 use std::fmt::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -102,42 +103,53 @@ pub struct Metrics {
 
 /// A request that has started; recording it on drop keeps in-flight honest
 /// even when a handler panics or its connection goes away mid-request.
-pub struct RequestTimer<'a> {
-    stats: &'a EndpointStats,
+pub struct RequestTimer {
+    metrics: Arc<Metrics>,
+    endpoint: usize,
     started: std::time::Instant,
     finished: bool,
 }
 
-impl RequestTimer<'_> {
+impl RequestTimer {
+    fn stats(&self) -> &EndpointStats {
+        &self.metrics.endpoints[self.endpoint]
+    }
+
     /// Records the request as finished with `status`.
     pub fn finish(mut self, status: u16) {
         let elapsed = self.started.elapsed();
         let us = elapsed.as_micros().min(u64::MAX as u128) as u64;
         let code = CODES.iter().position(|c| *c == status).unwrap_or(OTHER);
-        self.stats.by_code[code].fetch_add(1, Relaxed);
+        let stats = self.stats();
+        stats.by_code[code].fetch_add(1, Relaxed);
         let bucket = BUCKETS_US.partition_point(|bound| *bound < us);
-        self.stats.buckets[bucket].fetch_add(1, Relaxed);
-        self.stats.sum_ns.fetch_add(elapsed.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+        stats.buckets[bucket].fetch_add(1, Relaxed);
+        stats.sum_ns.fetch_add(elapsed.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
         self.finished = true;
         // in_flight is decremented by Drop.
     }
 }
 
-impl Drop for RequestTimer<'_> {
+impl Drop for RequestTimer {
     fn drop(&mut self) {
+        let stats = self.stats();
         if !self.finished {
-            self.stats.by_code[CANCELLED].fetch_add(1, Relaxed);
+            stats.by_code[CANCELLED].fetch_add(1, Relaxed);
         }
-        self.stats.in_flight.dec();
+        stats.in_flight.dec();
     }
 }
 
 impl Metrics {
     /// Starts timing a request to `endpoint`.
-    pub fn start(&self, endpoint: Endpoint) -> RequestTimer<'_> {
-        let stats = &self.endpoints[endpoint.index()];
-        stats.in_flight.inc();
-        RequestTimer { stats, started: std::time::Instant::now(), finished: false }
+    pub fn start(self: &Arc<Self>, endpoint: Endpoint) -> RequestTimer {
+        self.endpoints[endpoint.index()].in_flight.inc();
+        RequestTimer {
+            metrics: self.clone(),
+            endpoint: endpoint.index(),
+            started: std::time::Instant::now(),
+            finished: false,
+        }
     }
 
     /// Counts a failed database read by the kind of failure.
@@ -421,7 +433,7 @@ mod tests {
 
     #[test]
     fn histogram_is_cumulative_and_counts_every_request() {
-        let m = Metrics::default();
+        let m = Arc::new(Metrics::default());
         for _ in 0..3 {
             m.start(Endpoint::Test).finish(200);
         }
@@ -441,7 +453,7 @@ mod tests {
 
     #[test]
     fn every_metric_has_help_and_type() {
-        let m = Metrics::default();
+        let m = Arc::new(Metrics::default());
         m.start(Endpoint::GetData).finish(200);
         let text = m.render(&[], &[]);
         for line in text.lines().filter(|l| !l.starts_with('#')) {

@@ -19,8 +19,10 @@ mod handlers;
 pub mod lean;
 pub mod metrics;
 pub mod model;
+pub mod observe;
 pub mod request_threads;
 pub mod runtime;
+pub mod timer;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -29,19 +31,20 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
 use accept::Admission;
 pub use actors::{ActorLimits, ActorSystem};
-pub use app::{AppState, app};
+pub use app::{App, AppState, app};
 pub use endpoint::Endpoint;
 use metrics::Metrics;
 pub use model::Model;
 use request_threads::RequestThreads;
 use runtime::{RuntimeProbe, build_runtime};
+use timer::ConnectionTimer;
 
 use crate::graph::{DbSettings, DbUrl, GraphBackend};
 
@@ -72,6 +75,11 @@ pub struct ServeConfig {
     pub max_connections: Option<usize>,
     /// The listen backlog: connections the kernel queues before `accept`.
     pub accept_count: u32,
+    /// How long a client may take to send a request head. Under hyper (all
+    /// models but lean) the wait for the next request on an idle keep-alive
+    /// connection counts too, and the connection is closed; lean answers a
+    /// started head with 408 and lets idle connections be.
+    pub header_timeout: Duration,
 }
 
 impl Default for ServeConfig {
@@ -89,6 +97,7 @@ impl Default for ServeConfig {
             threads: model::DEFAULT_POOL_THREADS,
             max_connections: None,
             accept_count: LISTEN_BACKLOG,
+            header_timeout: HEADER_TIMEOUT,
         }
     }
 }
@@ -104,6 +113,10 @@ pub fn available_cores() -> usize {
 /// retried a second later — a 1 s "max response time" that is the listen
 /// queue, not the server. Linux caps it at `net.core.somaxconn`.
 pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// How long a client may take to send a request head, unless
+/// `--header-timeout` says otherwise (hyper's default, nginx's is 60 s).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Binds a listening socket on `addr` with a listen backlog of `backlog`.
 pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
@@ -230,27 +243,33 @@ pub async fn run(
     let state = build_state(config, backend, Some(http)).await?;
     let admission = Admission::new(config.max_connections, state.metrics().clone());
     ready();
-    serve(listener, app(state), &admission, shutdown, config.shutdown_grace).await;
+    serve(listener, app(state), &admission, shutdown, config).await;
     Ok(())
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then stops
-/// accepting and waits up to `grace` for open requests to finish.
+/// Serves `app` on `listener` until `shutdown` resolves, then stops
+/// accepting and waits up to `config.shutdown_grace` for open requests to
+/// finish.
 pub async fn serve(
     listener: TcpListener,
-    router: axum::Router,
+    app: App,
     admission: &Admission,
     shutdown: impl Future<Output = ()>,
-    grace: Duration,
+    config: &ServeConfig,
 ) {
+    let grace = config.shutdown_grace;
     let graceful = GracefulShutdown::new();
     admission
         .accept_until(&listener, shutdown, |stream, peer, ticket| {
-            let service = TowerToHyperService::new(router.clone());
+            let service = TowerToHyperService::new(app.clone());
             let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
+                .timer(ConnectionTimer::new())
                 .keep_alive(true)
-                .header_read_timeout(Duration::from_secs(30))
+                // Head and body copied into one buffer and sent with one write:
+                // every body here is small, and the copy costs fewer
+                // instructions than queueing both for writev (callgrind).
+                .writev(false)
+                .header_read_timeout(config.header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
             let connection = graceful.watch(connection);
             tokio::spawn(async move {
