@@ -26,15 +26,11 @@ use std::time::{Duration, Instant};
 use hyper::rt::{Sleep, Timer};
 
 /// A [`Timer`] for one connection: give each connection its own.
-#[derive(Clone, Default)]
-pub struct ConnectionTimer {
-    shared: Arc<Mutex<Armed>>,
-}
-
-/// The connection's one tokio timer and the deadline it is set for, once
-/// a timeout was first waited on.
 #[derive(Default)]
-struct Armed(Option<(Pin<Box<tokio::time::Sleep>>, Instant)>);
+pub struct ConnectionTimer {
+    /// The connection's one tokio timer, once a timeout was first waited on.
+    armed: Arc<Mutex<Option<Pin<Box<tokio::time::Sleep>>>>>,
+}
 
 impl ConnectionTimer {
     /// A timer with nothing armed yet.
@@ -49,7 +45,7 @@ impl Timer for ConnectionTimer {
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {
-        Box::pin(Timeout { deadline, shared: self.shared.clone() })
+        Box::pin(Timeout { deadline: deadline.into(), armed: self.armed.clone() })
     }
 
     fn now(&self) -> Instant {
@@ -60,8 +56,8 @@ impl Timer for ConnectionTimer {
 
 /// One timeout hyper waits on: resolves once its deadline has passed.
 struct Timeout {
-    deadline: Instant,
-    shared: Arc<Mutex<Armed>>,
+    deadline: tokio::time::Instant,
+    armed: Arc<Mutex<Option<Pin<Box<tokio::time::Sleep>>>>>,
 }
 
 impl Future for Timeout {
@@ -70,33 +66,22 @@ impl Future for Timeout {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let deadline = self.deadline;
         // Only this connection's task polls its timeouts, so the lock is never contended.
-        let mut armed = self.shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (timer, armed_for) = match &mut armed.0 {
-            Some((timer, armed_for)) => {
-                if *armed_for > deadline {
-                    // Armed for later than this timeout: bring it forward.
-                    timer.as_mut().reset(deadline.into());
-                    *armed_for = deadline;
-                }
-                (timer, armed_for)
-            }
-            None => {
-                let (timer, armed_for) =
-                    armed.0.insert((Box::pin(tokio::time::sleep_until(deadline.into())), deadline));
-                (timer, armed_for)
-            }
-        };
+        let mut armed = self.armed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let timer = armed.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() > deadline {
+            // Armed for later than this timeout: bring it forward.
+            timer.as_mut().reset(deadline);
+        }
         loop {
             if timer.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
             // The armed deadline has passed. It was this timeout's, or this
             // one was asked for later: then move the timer to it.
-            if *armed_for >= deadline {
+            if timer.deadline() >= deadline {
                 return Poll::Ready(());
             }
-            timer.as_mut().reset(deadline.into());
-            *armed_for = deadline;
+            timer.as_mut().reset(deadline);
         }
     }
 }
