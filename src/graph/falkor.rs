@@ -388,14 +388,22 @@ fn content_from_values(id: i64, values: Vec<FalkorValue>) -> Result<Content, Gra
     let Some(FalkorValue::Node(node)) = values.into_iter().next() else {
         return Err(GraphError::Malformed(format!("no node for id {id}")));
     };
-    let id = match node.properties.get("id") {
+    let got = match node.properties.get("id") {
         Some(FalkorValue::I64(id)) => Ok(*id),
         other => Err(format!("{other:?}")),
     };
-    Content::from_properties(id, |key| match node.properties.get(key) {
+    let content = Content::from_properties(got, |key| match node.properties.get(key) {
         Some(FalkorValue::String(s)) => Ok(s.clone()),
         other => Err(format!("{other:?}")),
-    })
+    })?;
+    // Another node than the one asked for would be a wrong answer: an error instead.
+    if content.id != id {
+        return Err(GraphError::Malformed(format!(
+            "asked for node {id}, the client returned node {}",
+            content.id
+        )));
+    }
+    Ok(content)
 }
 
 #[cfg(test)]

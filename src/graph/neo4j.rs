@@ -6,6 +6,16 @@
 //!
 //! neo4rs retries some failures with backoff for up to a minute; every read
 //! here is bounded by the configured timeout instead, so nothing waits longer.
+//!
+//! **Why neo4rs 0.9 (a release candidate) and not 0.8.** A read whose future
+//! is dropped mid-exchange — the client closed its connection, or the timeout
+//! fired — left its Bolt answers unread on a pooled connection under 0.8, and
+//! the next read on that connection took the stale answers for its own: under
+//! load blocklab answered 404 for nodes that exist (54 wrong answers in 10,000
+//! checked reads, `tests/neo4j.rs::no_wrong_answer_while_clients_cut_requests_off`).
+//! 0.9.0-rc.11 counts each connection's pending answers and drains them (or
+//! discards the connection) before reuse, and pipelines PULL with RUN. Every
+//! answer is also checked against the id asked for.
 
 use std::time::{Duration, Instant};
 
@@ -67,8 +77,7 @@ impl Neo4jGraph {
             .enable_all()
             .build()
             .map_err(|e| GraphError::Unavailable(format!("cannot start the driver runtime: {e}")))?;
-        // A pool of `connections` (neo4rs opens them on first use), built on the
-        // client runtime from a plain thread, as this may be called inside another runtime.
+        // A pool of `connections` (neo4rs opens them on first use).
         let connect = |connections: usize| {
             let config = ConfigBuilder::default()
                 .uri(uri.as_str())
@@ -77,9 +86,9 @@ impl Neo4jGraph {
                 .max_connections(connections.max(1))
                 .build()
                 .map_err(|e| GraphError::Unavailable(format!("{target}: invalid configuration: {e}")))?;
-            std::thread::scope(|s| s.spawn(|| client_runtime.block_on(Graph::connect(config))).join())
-                .map_err(|_| GraphError::Unavailable("driver set-up panicked".to_string()))?
-                .map_err(|e| GraphError::Unavailable(format!("{target}: {e}")))
+            // The pool's timers belong to the client runtime.
+            let _runtime = client_runtime.enter();
+            Graph::connect(config).map_err(|e| GraphError::Unavailable(format!("{target}: {e}")))
         };
         let blocking_graph = connect(settings.pool)?;
         let graph = connect(settings.async_connections)?;
@@ -110,8 +119,20 @@ async fn read_node(graph: Graph, target: String, timeout: Duration, id: i64) -> 
             graph.execute(query(CONTENT_QUERY).param("id", id)).await.map_err(|e| classify(&target, &e))?;
         let row = rows.next().await.map_err(|e| classify(&target, &e))?.ok_or(GraphError::NotFound(id))?;
         let node: Node = row.get("n").map_err(|e| GraphError::Malformed(e.to_string()))?;
-        content_from_node(&node)
+        let content = content_from_node(&node)?;
+        // A node other than the one asked for means the connection's answers
+        // were out of step with its requests: an error, never an answer.
+        if content.id != id {
+            return Err(GraphError::Malformed(format!(
+                "asked for node {id}, the driver returned node {}",
+                content.id
+            )));
+        }
+        Ok(content)
     };
+    // Dropping `work` mid-exchange (this timeout, or a client that went away)
+    // is safe with neo4rs 0.9: the pool drains the pending answers before the
+    // connection's next use, or discards it when a read was cut mid-message.
     tokio::time::timeout(timeout, work)
         .await
         .map_err(|_| GraphError::Unavailable(format!("{target}: no answer within {timeout:?}")))?

@@ -15,6 +15,7 @@ import org.neo4j.configuration.connectors.HttpsConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.GraphDatabaseService;
 import org.neo4j.io.ByteUnit;
 
 /**
@@ -78,8 +79,14 @@ public final class Launcher {
                 .build();
         // SIGTERM runs the shutdown hooks: the database closes its store cleanly.
         Runtime.getRuntime().addShutdownHook(new Thread(service::shutdown, "neo4j-shutdown"));
-        // The default database starts with the service; Bolt may accept a moment later.
-        service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+        // Ready means answering queries, not only accepting connections: after a
+        // crash the default database recovers its store before it serves.
+        GraphDatabaseService db = service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+        if (!db.isAvailable(Duration.ofSeconds(120).toMillis())) {
+            System.err.println(NAME + ": the database did not become available within 120 s");
+            System.exit(1);
+        }
+        db.executeTransactionally("RETURN 1");
         waitForBolt(host, port, Duration.ofSeconds(60));
         System.out.println("bolt://" + host + ":" + port);
         System.out.flush();
