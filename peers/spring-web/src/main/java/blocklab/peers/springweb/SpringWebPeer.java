@@ -29,7 +29,8 @@ import org.springframework.web.bind.annotation.RestController;
 @SpringBootApplication
 @RestController
 public class SpringWebPeer {
-    static final String NAME = "spring-web";
+    /** The name in messages: spring-web, or what the spring-web-vt peer sets. */
+    static final String NAME = System.getProperty("blocklab.peer", "spring-web");
     static final long DEFAULT_MS = 5000;
     static final long MAX_MS = 600_000;
 
