@@ -1,0 +1,3 @@
+module blocklab/peers/go-nethttp
+
+go 1.26
