@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match blocklab::command::run(cli) {
+    match blocklab::cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("blocklab: {e}");
