@@ -75,10 +75,10 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
             skipped: run.skipped,
             versions: run.versions,
         });
-        if let Err(e) = run.outcome {
-            if first_failure.is_none() {
-                first_failure = Some(e);
-            }
+        if let Err(e) = run.outcome
+            && first_failure.is_none()
+        {
+            first_failure = Some(e);
         }
     }
     let index = out.join("index.html");
