@@ -36,7 +36,8 @@ fn delay_peers() -> Vec<String> {
             let path = entry.ok()?.path();
             let text = std::fs::read_to_string(path.join("peer.toml")).ok()?;
             let serves_delay = manifest_value(&text, "endpoints")?.split_whitespace().any(|e| e == "/delay");
-            (manifest_value(&text, "kind")? == "server" && serves_delay).then(|| manifest_value(&text, "name"))?
+            (manifest_value(&text, "kind")? == "server" && serves_delay)
+                .then(|| manifest_value(&text, "name"))?
         })
         .collect();
     names.sort();
