@@ -21,6 +21,19 @@ pub enum PeerKind {
     Client,
 }
 
+/// The runtime a peer runs on: what decides how its memory is capped (a JVM
+/// gets a heap limit, Go a soft limit under its cgroup cap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// A Java virtual machine (`java` in its needs, or a Java release).
+    Jvm,
+    /// A Go binary (`go` in its needs).
+    Go,
+    /// Anything else: capped as a whole process only.
+    Native,
+}
+
 /// One peer, as its `peer.toml` describes it.
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct Peer {
@@ -52,6 +65,17 @@ impl Peer {
     /// Whether it runs on a JVM.
     pub fn is_jvm(&self) -> bool {
         self.java.is_some() || self.needs.split_whitespace().any(|n| n == "java")
+    }
+
+    /// The runtime it runs on, as far as memory settings go.
+    pub fn runtime(&self) -> Runtime {
+        if self.is_jvm() {
+            Runtime::Jvm
+        } else if self.needs.split_whitespace().any(|n| n == "go") {
+            Runtime::Go
+        } else {
+            Runtime::Native
+        }
     }
 
     /// The commands of `needs` that are not on this machine's `PATH`.
@@ -103,6 +127,14 @@ impl Peers {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+    }
+
+    /// Why `name` cannot be built on this machine (`scripts/peers why NAME`:
+    /// a missing command, a JDK too old, a Debian package), `None` when it can.
+    pub fn why_not_buildable(&self, name: &str) -> Option<String> {
+        let out = Command::new(&self.script).args(["why", name]).stderr(Stdio::null()).output().ok()?;
+        let reason = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (!reason.is_empty()).then_some(reason)
     }
 
     /// The command that runs `name` in the foreground, listening on `listen`.

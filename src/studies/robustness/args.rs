@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::plan::{DEFAULT_LEVELS, QUICK_LEVELS, SweepPlan};
+use super::plan::{Client, DEFAULT_LEVELS, QUICK_LEVELS, SweepPlan};
 use super::target::{Target, default_targets};
 use crate::flags::{parse_duration, parse_positive_duration, parse_size};
 use crate::harness::peers::Peers;
@@ -21,6 +21,7 @@ Examples:
   blocklab sweep --targets lean,reactive --levels 1000,5000,10000
   blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
+  blocklab sweep --client jmeter --targets spring-web,spring-webflux   # the seed's client
 
 Run as root for the memory cap (a child cgroup of the sweep's own); without one, a warning
 and an uncapped run. The targets are blocklab's four server models and every server peer
@@ -66,6 +67,15 @@ pub struct SweepArgs {
     /// Sweep a running service instead: each request is GET URL (no process managed, no cap).
     #[arg(long, value_name = "URL", conflicts_with = "targets")]
     pub url: Option<String>,
+
+    /// Who sends each step's requests: blocklab's own load generator, or the seed's JMeter
+    /// (the jmeter peer: scripts/peers build jmeter), whose JTL is read back into the same figures.
+    #[arg(long, value_enum, default_value = "blocklab", value_name = "CLIENT")]
+    pub client: Client,
+
+    /// After a target stops answering: how long to probe /test to see whether it answers again.
+    #[arg(long, default_value = "20s", value_parser = parse_duration, value_name = "DUR")]
+    pub recheck: Duration,
 
     /// Do not use cgroups: run every target uncapped (memory is then not measured).
     #[arg(long)]
@@ -125,12 +135,15 @@ impl SweepArgs {
             delay,
             memory: self.memory,
             jvm_memory: self.jvm_memory,
+            jvm_opts: std::env::var("JAVA_OPTS").unwrap_or_else(|_| super::plan::JVM_OPTS.to_string()),
             timeout: self.timeout,
             out,
             exe,
             peers,
             placement: crate::harness::placement::Placement::detect(),
             use_cgroups: !self.no_cgroup,
+            client: self.client,
+            recheck: self.recheck,
         })
     }
 }

@@ -6,6 +6,7 @@
 use plotters::prelude::*;
 
 use super::results::{Step, StepStatus, SweepResults};
+use super::seed::{MAX_MARKS, SEED_DELAY_MS, SUCCESS_MARKS, SeedMark};
 use crate::harness::render::Chart;
 
 const COLORS: [RGBColor; 6] = [
@@ -35,6 +36,13 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
         ("threads.svg", "Peak OS threads of the target", "threads", |s| s.peak_threads.map(|t| t as f64)),
     ];
     for (file, title, y_desc, value) in specs {
+        // The seed's figures beside this machine's: its success rates always,
+        // its response times only when this sweep waited the seed's 5 s.
+        let marks: &[SeedMark] = match file {
+            "success.svg" => &SUCCESS_MARKS,
+            "max.svg" if results.delay_ms == SEED_DELAY_MS => &MAX_MARKS,
+            _ => &[],
+        };
         let lines: Vec<(String, Vec<(f64, f64)>)> = results
             .targets
             .iter()
@@ -49,20 +57,101 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
             })
             .collect();
         let title = format!("{title} over concurrent requests");
-        if let Ok(svg) = lines_chart(&title, y_desc, &lines) {
+        if let Ok(svg) = lines_chart(&title, y_desc, &lines, marks) {
             charts.push(Chart { file, title, svg });
         }
     }
+    if let Ok(svg) = per_request_chart(results) {
+        let title = "Memory per in-flight request (KiB), over the levels held at 100 %".to_string();
+        charts.push(Chart { file: "per-request.svg", title, svg });
+    }
     charts
+}
+
+/// One row per target: its KiB per in-flight request, the whole process
+/// (cgroup peak) and, for a JVM, its heap.
+fn per_request_chart(results: &SweepResults) -> Result<String, Box<dyn std::error::Error>> {
+    let rows: Vec<(String, f64, Option<f64>)> = results
+        .targets
+        .iter()
+        .filter_map(|t| {
+            let p = t.per_request.as_ref()?;
+            Some((t.name.clone(), p.process_kib?.max(0.0), p.heap_kib.map(|h| h.max(0.0))))
+        })
+        .collect();
+    let x_hi = rows.iter().map(|r| r.1.max(r.2.unwrap_or(0.0))).fold(1.0, f64::max) * 1.25;
+    let height = 90 + 44 * rows.len().max(1) as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let n = rows.len().max(1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Memory per in-flight request, over the levels held at 100 %", ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0.0..x_hi, 0.0..n as f64)?;
+        let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+        chart
+            .configure_mesh()
+            .x_desc("KiB per concurrent request (slope of peak memory over concurrency)")
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y: &f64| {
+                let i = (n as f64 - y - 0.5).round();
+                if (n as f64 - y - 0.5 - i).abs() < 0.01 && i >= 0.0 {
+                    names.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .light_line_style(WHITE.mix(0.0))
+            .label_style(("sans-serif", 13))
+            .draw()?;
+        for (i, (_, process, heap)) in rows.iter().enumerate() {
+            let top = n as f64 - i as f64 - 0.15;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, top - 0.35), (*process, top)],
+                COLORS[0].filled(),
+            )))?;
+            chart.draw_series(std::iter::once(Text::new(
+                format!("{process:.1} process"),
+                (*process + x_hi * 0.01, top - 0.1),
+                ("sans-serif", 12),
+            )))?;
+            if let Some(heap) = heap {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, top - 0.7), (*heap, top - 0.35)],
+                    COLORS[1].filled(),
+                )))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    format!("{heap:.1} heap"),
+                    (*heap + x_hi * 0.01, top - 0.45),
+                    ("sans-serif", 12),
+                )))?;
+            }
+        }
+        root.present()?;
+    }
+    Ok(svg)
 }
 
 fn lines_chart(
     title: &str,
     y_desc: &str,
     lines: &[(String, Vec<(f64, f64)>)],
+    marks: &[SeedMark],
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let xs: Vec<f64> = lines.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)).collect();
-    let ys: Vec<f64> = lines.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)).collect();
+    let xs: Vec<f64> = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+        .chain(marks.iter().map(|m| m.level))
+        .collect();
+    let ys: Vec<f64> = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .chain(marks.iter().map(|m| m.value))
+        .collect();
     let x_lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let x_hi = xs.iter().copied().fold(0.0, f64::max);
     let (x_lo, x_hi) = if x_lo.is_finite() && x_hi > x_lo { (x_lo * 0.8, x_hi * 1.25) } else { (1.0, 10.0) };
@@ -92,6 +181,28 @@ fn lines_chart(
                 .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
             chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+        }
+        // The seed's figures: black diamonds, labelled; two at one level are a range.
+        for pair in marks.windows(2).filter(|w| w[0].level == w[1].level) {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(pair[0].level, pair[0].value), (pair[1].level, pair[1].value)],
+                BLACK.stroke_width(2),
+            )))?;
+        }
+        if !marks.is_empty() {
+            chart
+                .draw_series(marks.iter().map(|m| {
+                    EmptyElement::at((m.level, m.value))
+                        + Polygon::new(vec![(0, -6), (6, 0), (0, 6), (-6, 0)], BLACK.filled())
+                        + Text::new(m.label, (8, -14), ("sans-serif", 12))
+                }))?
+                .label("the seed's figures")
+                .legend(|(x, y)| {
+                    Polygon::new(
+                        vec![(x + 9, y - 5), (x + 14, y), (x + 9, y + 5), (x + 4, y)],
+                        BLACK.filled(),
+                    )
+                });
         }
         chart
             .configure_series_labels()

@@ -12,6 +12,11 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     let mut body = String::new();
     body += "<h1>blocklab sweep — study 2: slow requests, a memory cap, and who survives</h1>";
     body += &format!(
+        "<p class=\"sub\">Client: <b>{}</b>, {}.</p>",
+        results.client.name(),
+        escape(&results.client_detail)
+    );
+    body += &format!(
         "<p class=\"sub\">Each level N: N connections opened, then one <code>GET /delay?ms={}</code> on each at once; \
          timeout {} s. Levels {:?}.</p>",
         results.delay_ms,
@@ -28,6 +33,10 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     for s in reading {
         body += &format!("<li>{}</li>", escape(s));
     }
+    body += "</ul><h2>The seed's question, on this machine</h2><ul class=\"reading\">";
+    for s in super::seed::answer(results) {
+        body += &format!("<li>{}</li>", escape(&s));
+    }
     body += "</ul><h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
              <th>verdict</th></tr></thead><tbody>";
     for t in &results.targets {
@@ -38,7 +47,10 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
             escape(&verdict(t))
         );
     }
-    body += "</tbody></table><h2>Charts</h2>";
+    body += "</tbody></table><h2>Memory per in-flight request</h2>";
+    body += &format!("<p>{}</p>", escape(super::memory::MEANING));
+    body += &markdown_table_to_html(&markdown(results), "## Memory per in-flight request");
+    body += "<h2>Charts</h2>";
     for chart in charts {
         body += &format!(
             "<div class=\"chart\" title=\"{}\">{}</div>",
@@ -47,7 +59,7 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
         );
     }
     body += "<h2>Per level</h2>";
-    body += &markdown_table_to_html(&markdown(results));
+    body += &markdown_table_to_html(&markdown(results), "## Per level");
     body += "<h2>Conditions</h2><dl>";
     let conditions = [
         ("targets' CPUs", crate::harness::placement::list(&results.placement.server_cpus)),
@@ -88,9 +100,10 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     )
 }
 
-/// The per-level table of `results.md`, as HTML.
-fn markdown_table_to_html(md: &str) -> String {
-    let section = md.split("## Per level").nth(1).unwrap_or("");
+/// The first table after `heading` in `results.md`, as HTML.
+fn markdown_table_to_html(md: &str, heading: &str) -> String {
+    let section = md.split(heading).nth(1).unwrap_or("");
+    let section = section.split("\n## ").next().unwrap_or("");
     let rows: Vec<&str> = section.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")).collect();
     let mut out = String::from("<table>");
     for (i, row) in rows.iter().enumerate() {

@@ -6,18 +6,24 @@
 //! * [`args`] — `blocklab sweep`'s flags, validated into a [`SweepPlan`].
 //! * [`target`] — what is swept: a server model, a server peer, a URL.
 //! * [`plan`] — the validated sweep; [`run`] — runs it; [`step`] — one level.
-//! * [`results`] — what it found; [`reading`] — what that means, in words.
+//! * [`jmeter`] — a step sent by the seed's own client instead of blocklab's.
+//! * [`results`] — what it found; [`memory`] — memory per in-flight request;
+//!   [`reading`] — what that means, in words.
+//! * [`seed`] — the seed's question answered, its figures for the charts.
 //! * [`report`] (`results.md`, `.csv`), [`charts`], [`html`] (`report.html`),
 //!   all written by [`write_all`].
 
 pub mod args;
 pub mod charts;
 pub mod html;
+pub mod jmeter;
+pub mod memory;
 pub mod plan;
 pub mod reading;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod seed;
 pub mod step;
 pub mod target;
 
@@ -77,15 +83,22 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
 pub fn sweep_run(args: &SweepArgs) -> Result<SweepResults, Failure> {
     let plan = args.plan().map_err(Failure::Usage)?;
     writable_dir(&plan.out)?;
+    if plan.client == plan::Client::Jmeter && !plan.peers.is_built(jmeter::PEER) {
+        let why = plan.peers.why_not_buildable(jmeter::PEER).map_or(String::new(), |r| format!(" ({r})"));
+        return Err(Failure::Usage(format!(
+            "--client jmeter: the jmeter peer is not built{why}: run scripts/peers build jmeter"
+        )));
+    }
     if plan.placement.pinned && !plan.placement.shared {
         crate::harness::pin_self(&crate::harness::placement::list(&plan.placement.load_cpus));
     }
     let names: Vec<String> = plan.targets.iter().map(Target::name).collect();
     eprintln!(
-        "sweep: {} at levels {:?}, /delay {} ms; writing to {}",
+        "sweep: {} at levels {:?}, /delay {} ms, client {}; writing to {}",
         names.join(", "),
         plan.levels,
         plan.delay.as_millis(),
+        plan.client.name(),
         plan.out.display()
     );
     let interrupt = Arc::new(AtomicBool::new(false));

@@ -14,6 +14,34 @@ pub const QUICK_LEVELS: [usize; 3] = [100, 400, 800];
 /// The JVM peers' options, the seed's heap.
 pub const JVM_OPTS: &str = "-Xms25M -Xmx50M";
 
+/// `GOMEMLIMIT` for a Go target under a cgroup cap of `cap` bytes: four
+/// fifths of it, whole MiB (40 MiB under 50 MiB), the headroom Go's runtime
+/// needs beyond its heap (stacks, runtime structures, the kernel's share).
+pub fn go_memory_limit(cap: u64) -> u64 {
+    (cap / 5 * 4) >> 20 << 20
+}
+
+/// Who sends a step's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Client {
+    /// blocklab's own: every connection opened first, then every request at once.
+    Blocklab,
+    /// The seed's: JMeter 5.6.3 (the `jmeter` peer), N threads with ramp-up 0,
+    /// started one by one; its JTL read back into the same figures.
+    Jmeter,
+}
+
+impl Client {
+    /// Its name in the outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Blocklab => "blocklab",
+            Client::Jmeter => "jmeter",
+        }
+    }
+}
+
 /// A validated sweep.
 #[derive(Debug, Clone)]
 pub struct SweepPlan {
@@ -27,6 +55,8 @@ pub struct SweepPlan {
     pub memory: u64,
     /// Cap of a JVM peer's whole process (`None`: only the heap is capped, as the seed).
     pub jvm_memory: Option<u64>,
+    /// The JVM peers' options (`JAVA_OPTS`; the seed's heap by default).
+    pub jvm_opts: String,
     /// Limit for one request, connect included.
     pub timeout: Duration,
     /// Output folder.
@@ -37,6 +67,10 @@ pub struct SweepPlan {
     pub peers: Peers,
     /// CPUs of the targets and of the load.
     pub placement: Placement,
+    /// Who sends the requests.
+    pub client: Client,
+    /// How long a target that stopped answering is probed for answering again.
+    pub recheck: std::time::Duration,
     /// False: run uncapped without trying cgroups (`--no-cgroup`).
     pub use_cgroups: bool,
 }

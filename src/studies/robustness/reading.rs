@@ -65,7 +65,7 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
             let waves = max_s / delay_s;
             out.push(format!(
                 "{} answered every request up to {} but degraded: the slowest took {max_s:.1} s, {waves:.1} × the \
-                 {delay_s:.0} s delay — requests waited for a thread and were answered in waves{}.",
+                 {delay_s} s delay — requests waited for a thread and were answered in waves{}.",
                 t.name,
                 last_full.level,
                 if matches!(t.name.as_str(), "pool" | "tomcat") {
@@ -79,27 +79,13 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
                 "{} held every level up to {} at 100 % with the slowest answer at {max_s:.2} s{}.",
                 t.name,
                 last_full.level,
-                per_request(t).map_or(String::new(), |b| format!(
-                    ", at about {:.1} KiB of memory per concurrent request",
-                    b / 1024.0
+                t.per_request.as_ref().and_then(|p| p.process_kib).map_or(String::new(), |kib| format!(
+                    ", at about {kib:.1} KiB of memory per concurrent request"
                 ))
             ));
         }
     }
     out
-}
-
-/// Memory per concurrent request: the slope of peak memory between the
-/// lowest and the highest level run while alive.
-fn per_request(t: &TargetResult) -> Option<f64> {
-    let alive: Vec<&Step> =
-        t.steps.iter().filter(|s| s.alive_after == Some(true) && s.peak_memory_bytes.is_some()).collect();
-    let (first, last) = (alive.first()?, alive.last()?);
-    if last.level <= first.level {
-        return None;
-    }
-    let grew = last.peak_memory_bytes? as f64 - first.peak_memory_bytes? as f64;
-    Some(grew.max(0.0) / (last.level - first.level) as f64)
 }
 
 fn first_line(text: &str) -> String {

@@ -20,6 +20,12 @@ pub fn progress_line(target: &str, step: &Step, died: Option<&Death>) -> String 
         mib(step.peak_memory_bytes),
         step.peak_threads.map_or("-".to_string(), |t| t.to_string())
     );
+    if step.peak_heap_bytes.is_some() {
+        let _ = write!(line, ", heap {}", mib(step.peak_heap_bytes));
+    }
+    if let Some(load) = step.load.as_ref().filter(|l| l.send_spread_ms >= 1.0) {
+        let _ = write!(line, ", sent over {:.0} ms", load.send_spread_ms);
+    }
     if let Some(death) = died {
         let _ = write!(line, "; DOWN: {} ({})", death.how.words(), head(&death.detail));
     }
@@ -50,6 +56,7 @@ pub fn markdown(results: &SweepResults) -> String {
         results.jvm_opts,
         results.allocator
     );
+    let _ = writeln!(md, "Client: **{}**, {}.\n", results.client.name(), results.client_detail);
     for w in &results.warnings {
         let _ = writeln!(md, "**Warning:** {w}\n");
     }
@@ -66,22 +73,49 @@ pub fn markdown(results: &SweepResults) -> String {
     for t in &results.targets {
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.cap, verdict(t));
     }
+    let _ = writeln!(md, "\n## The seed's question, on this machine\n");
+    for sentence in super::seed::answer(results) {
+        let _ = writeln!(md, "- {sentence}");
+    }
+    let _ = writeln!(md, "\n## Memory per in-flight request\n");
+    let _ = writeln!(md, "{}\n", super::memory::MEANING);
+    let _ =
+        writeln!(md, "| target | levels held at 100 % | process KiB | less page cache KiB | JVM heap KiB |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for t in &results.targets {
+        let p = t.per_request.as_ref();
+        let kib = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            t.name,
+            p.map_or("fewer than two".to_string(), |p| {
+                p.levels.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            }),
+            kib(p.and_then(|p| p.process_kib)),
+            kib(p.and_then(|p| p.less_cache_kib)),
+            kib(p.and_then(|p| p.heap_kib))
+        );
+    }
     let _ = writeln!(md, "\n## Per level\n");
     let _ = writeln!(
         md,
         "Success: 2xx within the timeout. Response times of the successes, from the send to the \
-         whole response. Peak memory: the target's cgroup, page cache excluded, sampled every 50 ms.\n"
+         whole response. Sent over: the first request sent to the last (JMeter starts its threads one by \
+         one). Peak memory: the target's cgroup, page cache excluded, sampled every 50 ms; peak heap: a \
+         JVM's heap in use (its performance counters), sampled every 50 ms.\n"
     );
     let _ = writeln!(
         md,
-        "| target | concurrent | success % | min ms | p50 ms | p99 ms | max ms | failures | peak memory | peak threads | after |"
+        "| target | concurrent | success % | min ms | p50 ms | p99 ms | max ms | sent over ms | failures | peak memory | peak heap | peak threads | after |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for t in &results.targets {
         for s in &t.steps {
             let after = match (s.status, s.alive_after) {
                 (StepStatus::NotRunDown, _) => "not run: down".to_string(),
                 (StepStatus::NotRunInterrupted, _) => "not run: interrupted".to_string(),
+                (StepStatus::ClientFailed, _) => "client failed".to_string(),
                 (StepStatus::Run, Some(true)) => "alive".to_string(),
                 (StepStatus::Run, _) => {
                     t.died.as_ref().map_or("down".to_string(), |d| d.how.words().to_string())
@@ -89,7 +123,7 @@ pub fn markdown(results: &SweepResults) -> String {
             };
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 t.name,
                 s.level,
                 s.success_rate.map_or("-".to_string(), |r| format!("{:.1}", r * 100.0)),
@@ -97,8 +131,10 @@ pub fn markdown(results: &SweepResults) -> String {
                 ms(s.p50_ms),
                 ms(s.p99_ms),
                 ms(s.max_ms),
+                ms(s.load.as_ref().map(|l| l.send_spread_ms)),
                 failures(s),
                 mib(s.peak_memory_bytes),
+                mib(s.peak_heap_bytes),
                 s.peak_threads.map_or("-".to_string(), |t| t.to_string()),
                 after
             );
@@ -113,8 +149,8 @@ pub fn markdown(results: &SweepResults) -> String {
 pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> =
-        "target,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,\
-                                   peak_memory_bytes,cgroup_peak_bytes,peak_threads,alive_after"
+        "target,client,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,\
+         send_spread_ms,peak_memory_bytes,cgroup_peak_bytes,peak_heap_bytes,peak_threads,alive_after"
             .split(',')
             .map(String::from)
             .collect();
@@ -133,6 +169,7 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
                 .unwrap_or_default();
             let mut row = vec![
                 t.name.clone(),
+                results.client.name().to_string(),
                 s.level.to_string(),
                 status,
                 opt(s.success_rate),
@@ -141,8 +178,10 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
                 opt(s.p99_ms),
                 opt(s.max_ms),
                 opt(s.load.as_ref().map(|l| l.connect_max_ms)),
+                opt(s.load.as_ref().map(|l| l.send_spread_ms)),
                 int(s.peak_memory_bytes),
                 int(s.cgroup_peak_bytes),
+                int(s.peak_heap_bytes),
                 int(s.peak_threads),
                 s.alive_after.map_or(String::new(), |v| v.to_string()),
             ];

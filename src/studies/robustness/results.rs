@@ -41,6 +41,9 @@ pub struct Death {
     pub how: DeathKind,
     /// The detail: exit status, stderr tail, probe error.
     pub detail: String,
+    /// Whether it answered `/test` again after dying (probed for a while after
+    /// an unresponsive death; a killed or exited process never does).
+    pub answered_again: Option<bool>,
 }
 
 /// Whether a step ran.
@@ -53,6 +56,8 @@ pub enum StepStatus {
     NotRunDown,
     /// Not run: the sweep was interrupted.
     NotRunInterrupted,
+    /// The client failed (JMeter did not run or wrote no JTL): no figures.
+    ClientFailed,
 }
 
 /// One level of one target.
@@ -81,6 +86,10 @@ pub struct Step {
     pub cgroup_peak_bytes: Option<u64>,
     /// The target's peak OS threads during the step (sampled every 50 ms).
     pub peak_threads: Option<u64>,
+    /// A JVM target's peak heap in use during the step, bytes (its
+    /// performance counters, as `jstat -gc` reads them, sampled every 50 ms;
+    /// live objects and garbage not yet collected alike).
+    pub peak_heap_bytes: Option<u64>,
     /// Whether the target was alive and answering after the step.
     pub alive_after: Option<bool>,
 }
@@ -100,6 +109,7 @@ impl Step {
             peak_memory_bytes: None,
             cgroup_peak_bytes: None,
             peak_threads: None,
+            peak_heap_bytes: None,
             alive_after: None,
         }
     }
@@ -122,6 +132,10 @@ pub struct TargetResult {
     pub died: Option<Death>,
     /// The highest level answered 100 % within the timeout.
     pub highest_full_success: Option<usize>,
+    /// Memory per in-flight request (the slope over the levels held at 100 %).
+    pub per_request: Option<super::memory::PerRequest>,
+    /// Steps whose client failed, with why (`--client jmeter`).
+    pub client_failures: Vec<String>,
 }
 
 /// The whole sweep.
@@ -135,6 +149,10 @@ pub struct SweepResults {
     pub wall_s: f64,
     /// Stopped by SIGINT/SIGTERM before the end.
     pub interrupted: bool,
+    /// Who sent the requests: `blocklab` or `jmeter`.
+    pub client: super::plan::Client,
+    /// The client in words, with its version.
+    pub client_detail: String,
     /// The `/delay` of every request, ms.
     pub delay_ms: u64,
     /// The per-request limit, ms.

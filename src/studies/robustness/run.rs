@@ -11,7 +11,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use super::plan::{JVM_OPTS, SweepPlan};
+use super::jmeter;
+use super::plan::{Client, SweepPlan, go_memory_limit};
 use super::report;
 use super::results::{Death, DeathKind, Step, StepStatus, SweepResults, TargetResult};
 use super::step;
@@ -37,8 +38,25 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         .worker_threads(plan.placement.load_cpus.len().max(1))
         .enable_all()
         .build()?;
+    let client_detail = match plan.client {
+        Client::Blocklab => {
+            "blocklab's own load generator: the level's N connections opened first, then one \
+                             request sent on each at once"
+                .to_string()
+        }
+        Client::Jmeter => {
+            std::fs::create_dir_all(plan.out.join("jtl"))?;
+            format!(
+                "JMeter, the seed's client (the jmeter peer: {}): one thread group of N threads, ramp-up 0, one \
+                 GET each; JMeter starts them one by one (see each step's spread); JTLs in jtl/",
+                plan.peers.get(jmeter::PEER).map_or("", |p| p.versions.as_str())
+            )
+        }
+    };
     let mut results = SweepResults {
         schema: "blocklab-sweep/1",
+        client: plan.client,
+        client_detail,
         started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         wall_s: 0.0,
         interrupted: false,
@@ -46,7 +64,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         timeout_ms: plan.timeout.as_millis() as u64,
         levels: plan.levels.clone(),
         placement: plan.placement.clone(),
-        jvm_opts: std::env::var("JAVA_OPTS").unwrap_or_else(|_| JVM_OPTS.to_string()),
+        jvm_opts: plan.jvm_opts.clone(),
         allocator: "mimalloc, built without transparent huge pages (feature no_thp)".to_string(),
         warnings,
         machine: crate::harness::conditions::machine(),
@@ -63,7 +81,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         if let Target::Peer { name, .. } = target {
             if !plan.peers.is_built(name) {
                 let w = skipped_peer(plan, name);
-                eprintln!("blocklab: warning: {w}");
+                eprintln!("sweep: {w}");
                 results.warnings.push(w);
                 continue;
             }
@@ -83,18 +101,14 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
     Ok(results)
 }
 
-/// Why the peer `name` is skipped, and the one command that would add it.
+/// Why the peer `name` is skipped, and the command that adds it, in one line.
 fn skipped_peer(plan: &SweepPlan, name: &str) -> String {
-    let missing = plan.peers.get(name).map(crate::harness::peers::Peer::missing).unwrap_or_default();
     let script = "scripts/peers";
-    if missing.is_empty() {
-        format!("{name} is not built: run {script} build {name}; the other targets run")
-    } else {
-        format!(
-            "{name} is not built and needs {} (not on PATH): run {script} install && {script} build {name}; \
-             the other targets run",
-            missing.join(", ")
-        )
+    match plan.peers.why_not_buildable(name) {
+        None => format!("skipped {name}: not built; add it with: {script} build {name}"),
+        Some(reason) => {
+            format!("skipped {name}: {reason}; then add it with: {script} install && {script} build {name}")
+        }
     }
 }
 
@@ -110,6 +124,11 @@ fn command_for(plan: &SweepPlan, target: &Target) -> Command {
         Target::Peer { name, .. } => {
             let run = plan.peers.run_command(name, "127.0.0.1:0");
             command.arg(run.get_program()).args(run.get_args());
+            // The seed's heap, set here rather than left to the peer's default,
+            // so that the report says what the JVM really ran with.
+            if target.is_jvm() {
+                command.env("JAVA_OPTS", &plan.jvm_opts);
+            }
         }
         Target::Url { .. } => unreachable!("a URL target has no command"),
     }
@@ -131,6 +150,8 @@ fn sweep_target(
         steps: Vec::new(),
         died: None,
         highest_full_success: None,
+        per_request: None,
+        client_failures: Vec::new(),
     };
     let (addr, host, path) = match target {
         Target::Url { addr, host, path, .. } => {
@@ -149,7 +170,6 @@ fn sweep_target(
     if !matches!(target, Target::Url { .. }) {
         let cap = if target.is_jvm() { plan.jvm_memory } else { Some(plan.memory) };
         let mut command = command_for(plan, target);
-        result.command = Some(describe(&command));
         if plan.use_cgroups {
             let cgroup_name = format!("blocklab-sweep-{}-{name}", std::process::id());
             match MemoryCgroup::create(&cgroup_name, cap) {
@@ -159,19 +179,36 @@ fn sweep_target(
                         Some(bytes) => {
                             format!("{} MiB, whole process (cgroup {:?})", bytes >> 20, c.version())
                         }
-                        None => format!("heap only ({JVM_OPTS}); measured in a cgroup {:?}", c.version()),
+                        None => "none on the whole process (measured in a cgroup)".to_string(),
                     };
+                    if let Some(bytes) = cap
+                        && target.is_go()
+                    {
+                        // Go's GC does not see a cgroup's limit: without a soft limit
+                        // under it, the heap grows past the cap before a collection and
+                        // the kernel kills the process (measured: 77 % at 2000, then
+                        // OOM-killed). Go users in containers set GOMEMLIMIT; so does the sweep.
+                        let limit = go_memory_limit(bytes);
+                        command.env("GOMEMLIMIT", format!("{}MiB", limit >> 20));
+                        result.cap += &format!("; GOMEMLIMIT={}MiB (4/5 of the cap)", limit >> 20);
+                    }
                     command = c.wrap(&command);
                     cgroup = Some(c);
                 }
                 Err(e) => result.cap = format!("none: {e}"),
             }
         }
+        if target.is_jvm() {
+            result.cap += &format!("; heap {}", plan.jvm_opts);
+        }
+        result.command = Some(describe(&command));
+        eprintln!("sweep: {name}: memory cap {}", result.cap);
         match ServerProcess::spawn(command, Duration::from_secs(60)) {
             Ok(s) => server = Some(s),
             Err(e) => {
                 eprintln!("sweep: {name} did not start: {e}");
-                result.died = Some(Death { level: 0, how: DeathKind::DidNotStart, detail: e });
+                result.died =
+                    Some(Death { level: 0, how: DeathKind::DidNotStart, detail: e, answered_again: None });
             }
         }
     }
@@ -194,18 +231,39 @@ fn sweep_target(
         }
         let oom_before = cgroup.as_ref().map_or(0, MemoryCgroup::oom_kills);
         let threads_before = pid.and_then(threads_of);
-        let sampler = Sampler::start(pid, cgroup.as_ref().map(|c| c.path().to_path_buf()));
-        let load = runtime.block_on(async {
-            tokio::select! {
-                load = step::run(addr, &host, &path, level, plan.timeout) => Some(load),
-                () = interrupted(interrupt) => None,
+        let jvm = pid.filter(|_| target.is_jvm());
+        let sampler = Sampler::start(pid, jvm, cgroup.as_ref().map(|c| c.path().to_path_buf()));
+        let load = match plan.client {
+            Client::Blocklab => Ok(runtime.block_on(async {
+                tokio::select! {
+                    load = step::run(addr, &host, &path, level, plan.timeout) => Some(load),
+                    () = interrupted(interrupt) => None,
+                }
+            })),
+            Client::Jmeter => {
+                let url = match target {
+                    Target::Url { url, .. } => url.clone(),
+                    _ => format!("http://{addr}{path}"),
+                };
+                let jtl = plan.out.join("jtl").join(format!("{}-{level}.jtl", file_name(&name)));
+                let cpus = placement::list(&plan.placement.load_cpus);
+                jmeter::run(&plan.peers, &url, level, plan.timeout, &jtl, &cpus, interrupt)
             }
-        });
-        let (peak_threads, peak_memory) = sampler.stop();
-        let peak_threads = peak_threads.max(threads_before);
-        let Some(load) = load else {
-            result.steps.push(Step::not_run(level, StepStatus::NotRunInterrupted));
-            continue;
+        };
+        let samples = sampler.stop();
+        let peak_threads = samples.threads.max(threads_before);
+        let load = match load {
+            Ok(Some(load)) => load,
+            Ok(None) => {
+                result.steps.push(Step::not_run(level, StepStatus::NotRunInterrupted));
+                continue;
+            }
+            Err(e) => {
+                eprintln!("sweep: {name} {level}: the client failed: {e}");
+                result.client_failures.push(format!("{level}: {e}"));
+                result.steps.push(Step::not_run(level, StepStatus::ClientFailed));
+                continue;
+            }
         };
         let died = check_life(runtime, server.as_mut(), cgroup.as_ref(), oom_before, addr, &host, level);
         let rate = load.success_rate(level);
@@ -217,9 +275,10 @@ fn sweep_target(
             p50_ms: load.quantile_ms(0.5),
             p99_ms: load.quantile_ms(0.99),
             max_ms: load.quantile_ms(1.0),
-            peak_memory_bytes: peak_memory,
+            peak_memory_bytes: samples.memory,
             cgroup_peak_bytes: cgroup.as_ref().and_then(MemoryCgroup::peak),
             peak_threads,
+            peak_heap_bytes: samples.heap,
             alive_after: Some(died.is_none()),
             load: Some(load),
         };
@@ -228,10 +287,11 @@ fn sweep_target(
             result.highest_full_success = Some(level);
         }
         result.steps.push(step);
-        result.died = died;
+        result.died = died.map(|d| answers_again(runtime, server.as_mut(), d, addr, &host, plan.recheck));
         // Drain: the step's connections are closed; let the target see it.
         std::thread::sleep(Duration::from_millis(300));
     }
+    result.per_request = super::memory::per_request(&result.steps);
     if let Some(mut s) = server {
         s.stop(Duration::from_secs(5));
     }
@@ -261,7 +321,7 @@ fn check_life(
     {
         let oom = cgroup.is_some_and(|c| c.oom_kills() > oom_before);
         let how = if oom { DeathKind::OomKilled } else { DeathKind::Exited };
-        return Some(Death { level, how, detail });
+        return Some(Death { level, how, detail, answered_again: Some(false) });
     }
     // A managed target answers /test; a running service (--url) anything at /.
     let probe_path = if server.is_some() { "/test" } else { "/" };
@@ -270,33 +330,78 @@ fn check_life(
     let tail = server.map(|s| s.stderr_tail()).unwrap_or_default();
     let detail =
         if tail.is_empty() { unanswered } else { format!("{unanswered}; stderr: {}", last_lines(&tail, 5)) };
-    Some(Death { level, how: DeathKind::Unresponsive, detail })
+    Some(Death { level, how: DeathKind::Unresponsive, detail, answered_again: None })
 }
 
-/// Samples a process's threads and its cgroup's memory (page cache excluded)
-/// every 50 ms, from a thread of its own.
+/// After an unresponsive death: does the target answer `/test` again within
+/// `recheck` (probed every 2 s), the requests of the step being over? The
+/// seed's Spring Web never did ("you need to restart the system").
+fn answers_again(
+    runtime: &tokio::runtime::Runtime,
+    mut server: Option<&mut ServerProcess>,
+    mut death: Death,
+    addr: SocketAddr,
+    host: &str,
+    recheck: Duration,
+) -> Death {
+    if death.how != DeathKind::Unresponsive || server.is_none() {
+        return death;
+    }
+    let started = Instant::now();
+    let mut answered = false;
+    while started.elapsed() < recheck {
+        if server.as_mut().is_some_and(|s| s.check_alive().is_err()) {
+            break;
+        }
+        if runtime.block_on(step::probe(addr, host, "/test", Duration::from_secs(2))).is_ok() {
+            answered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!(
+        "sweep: {}",
+        if answered {
+            format!("answered /test again {:.0} s after the step", started.elapsed().as_secs_f64())
+        } else {
+            format!("still not answering /test {:.0} s after the step", recheck.as_secs_f64())
+        }
+    );
+    death.answered_again = Some(answered);
+    death
+}
+
+/// What the sampler saw at its peaks.
+struct Samples {
+    threads: Option<u64>,
+    memory: Option<u64>,
+    heap: Option<u64>,
+}
+
+/// Samples a process's threads, its cgroup's memory (page cache excluded)
+/// and a JVM's heap every 50 ms, from a thread of its own.
 struct Sampler {
     stop: std::sync::Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(Option<u64>, Option<u64>)>,
+    thread: std::thread::JoinHandle<Samples>,
 }
 
 impl Sampler {
-    fn start(pid: Option<u32>, cgroup: Option<PathBuf>) -> Sampler {
+    fn start(pid: Option<u32>, jvm: Option<u32>, cgroup: Option<PathBuf>) -> Sampler {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::spawn(move || {
-            let (mut threads, mut memory): (Option<u64>, Option<u64>) = (None, None);
+            let mut seen = Samples { threads: None, memory: None, heap: None };
+            let max = |peak: &mut Option<u64>, now: Option<u64>| {
+                if let Some(now) = now {
+                    *peak = Some(peak.unwrap_or(0).max(now));
+                }
+            };
             loop {
-                if let Some(n) = pid.and_then(threads_of) {
-                    threads = Some(threads.unwrap_or(0).max(n));
-                }
-                if let Some(dir) = &cgroup
-                    && let Some(bytes) = crate::harness::cgroup::usage_less_cache(dir)
-                {
-                    memory = Some(memory.unwrap_or(0).max(bytes));
-                }
+                max(&mut seen.threads, pid.and_then(threads_of));
+                max(&mut seen.memory, cgroup.as_deref().and_then(crate::harness::cgroup::usage_less_cache));
+                max(&mut seen.heap, jvm.and_then(crate::harness::jvm::heap_used));
                 if stopped.load(Relaxed) {
-                    return (threads, memory);
+                    return seen;
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -304,10 +409,15 @@ impl Sampler {
         Sampler { stop, thread }
     }
 
-    fn stop(self) -> (Option<u64>, Option<u64>) {
+    fn stop(self) -> Samples {
         self.stop.store(true, Relaxed);
-        self.thread.join().unwrap_or((None, None))
+        self.thread.join().unwrap_or(Samples { threads: None, memory: None, heap: None })
     }
+}
+
+/// A target's name as a file name (a `--url` has slashes).
+fn file_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
 /// The last `n` lines of `text`, joined with " | ".

@@ -91,6 +91,15 @@ pub struct StepLoad {
     pub ok_ms: Vec<f64>,
     /// From the first send to the last outcome, in milliseconds.
     pub wall_ms: f64,
+    /// From the first request sent to the last, in milliseconds: near 0 for
+    /// blocklab's client (every connection open, then every request at once);
+    /// JMeter starts its threads one by one, a few ms each.
+    pub send_spread_ms: f64,
+    /// The client's own words for its failures, counted (JMeter's
+    /// `responseCode responseMessage`; empty for blocklab's client, whose
+    /// outcomes are its words).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_messages: BTreeMap<String, usize>,
 }
 
 impl StepLoad {
@@ -160,12 +169,14 @@ pub async fn run(addr: SocketAddr, host: &str, path: &str, level: usize, timeout
                     Ok(outcome) => outcome,
                     Err(_) => Outcome::Timeout,
                 };
-                (outcome, sent.elapsed())
+                (outcome, sent.elapsed(), sent.duration_since(started))
             })
         })
         .collect();
     for request in requests {
-        let (outcome, took) = request.await.unwrap_or((Outcome::LoadSide, Duration::ZERO));
+        let (outcome, took, sent_at) =
+            request.await.unwrap_or((Outcome::LoadSide, Duration::ZERO, Duration::ZERO));
+        load.send_spread_ms = load.send_spread_ms.max(sent_at.as_secs_f64() * 1e3);
         if outcome == Outcome::Ok {
             load.ok_ms.push(took.as_secs_f64() * 1e3);
         }

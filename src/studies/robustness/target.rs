@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use crate::harness::peers::{Peer, Peers};
+use crate::harness::peers::{Peer, Peers, Runtime};
 use crate::server::Model;
 
 /// The path every swept target must serve.
@@ -19,8 +19,9 @@ pub enum Target {
     Peer {
         /// Its folder's name.
         name: String,
-        /// Whether it runs on a JVM (its memory cap is `--jvm-memory`).
-        jvm: bool,
+        /// What it runs on: a JVM (its heap capped at the seed's -Xmx50M, its
+        /// process at `--jvm-memory`), Go (`GOMEMLIMIT` under its cap), other.
+        runtime: Runtime,
     },
     /// A running service, not managed: no cap, death seen by the probe only.
     Url {
@@ -47,7 +48,7 @@ impl Target {
 
     /// The target a server peer is.
     pub fn of_peer(peer: &Peer) -> Target {
-        Target::Peer { name: peer.name.clone(), jvm: peer.is_jvm() }
+        Target::Peer { name: peer.name.clone(), runtime: peer.runtime() }
     }
 
     /// Parses a `--targets` entry: a server model, or a server peer that serves `/delay`.
@@ -66,7 +67,12 @@ impl Target {
 
     /// Whether it runs on a JVM.
     pub fn is_jvm(&self) -> bool {
-        matches!(self, Target::Peer { jvm: true, .. })
+        matches!(self, Target::Peer { runtime: Runtime::Jvm, .. })
+    }
+
+    /// Whether it is a Go binary.
+    pub fn is_go(&self) -> bool {
+        matches!(self, Target::Peer { runtime: Runtime::Go, .. })
     }
 
     /// Whether it is a peer.
