@@ -45,6 +45,8 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
     writable_dir(&out)?;
     let names: Vec<String> = STUDIES.iter().map(|s| format!("{} ({})", s.title, s.command)).collect();
     eprintln!("studies: {}; writing into {}", names.join(", then "), out.display());
+    // Before any study pins this process to its CPUs.
+    let machine = crate::harness::conditions::machine();
     let mut skipped = build_peers();
     if let Err(e) = crate::harness::cgroup::available() {
         let line = format!(
@@ -82,7 +84,7 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
         }
     }
     let index = out.join("index.html");
-    let page = crate::harness::render::index(&out, &sections, &skipped);
+    let page = crate::harness::render::index(&out, &machine, &sections, &skipped);
     std::fs::write(&index, page).with_context(|| format!("writing {}", index.display()))?;
     println!("\nevery study: {}", index.display());
     first_failure.map_or(Ok(()), Err)
