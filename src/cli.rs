@@ -3,6 +3,7 @@
 //! raw flags clap parses, then a validated plan the command runs), and the
 //! dispatch. Kept in the library so tests can parse argument lists in process.
 
+use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
 use crate::failure::Failure;
@@ -45,6 +46,46 @@ pub enum Command {
     /// Every study: bench (study 1), then sweep (study 2), and one index page that leads to their reports.
     #[command(after_help = STUDIES_EXAMPLES)]
     Studies(StudiesArgs),
+}
+
+/// The command line of this process, parsed; or, when it asks for help or is
+/// wrong, the exit status once help or the one-line error is printed (0 for
+/// help and version, 2 for a usage error).
+pub fn parse() -> Result<Cli, u8> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            Err(0)
+        }
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("blocklab: a command is required, e.g. 'blocklab serve' (see 'blocklab --help')");
+            Err(2)
+        }
+        Err(e) => {
+            // One line: clap's first line says what is wrong; the rest is advice.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid command line");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // clap lists the missing arguments on the lines after the first: bring them up.
+            let missing = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::Strings(args))
+                    if e.kind() == ErrorKind::MissingRequiredArgument =>
+                {
+                    args.join(", ")
+                }
+                _ => String::new(),
+            };
+            let first = if missing.is_empty() {
+                first.to_string()
+            } else {
+                format!("{} {missing}", first.trim_end())
+            };
+            let first = crate::graph::redact_credentials(&first);
+            eprintln!("blocklab: {first} (see 'blocklab --help')");
+            Err(2)
+        }
+    }
 }
 
 /// Runs the command `cli` names.

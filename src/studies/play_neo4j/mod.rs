@@ -59,6 +59,7 @@ fn ran_lines(results: &BenchResults) -> Vec<String> {
         })
         .collect();
     lines.insert(0, format!("blocklab serve against {}", results.conditions.database));
+    lines.insert(1, format!("CPUs: {}", results.conditions.placement));
     lines
 }
 
