@@ -223,6 +223,81 @@ fn the_jvm_peers_in_a_short_sweep() {
     }
 }
 
+/// Fails (never skips) when `name` is not built: scripts/test builds every peer first.
+fn assert_built(name: &str) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers");
+    let built = std::process::Command::new(script).args(["check", name]).status().unwrap();
+    assert!(built.success(), "{name} is not built: run scripts/peers install && scripts/peers build");
+}
+
+/// A sweep with a 200 ms delay that must succeed, its results checked
+/// against the schema.
+fn short_sweep(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let args: Vec<&str> = args.iter().copied().chain(["--delay", "200ms", "--timeout", "20s"]).collect();
+    let (out, results) = sweep(dir, &args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    common::validate_schema("schema/sweep-results.json", &results);
+    results
+}
+
+/// The seed's reactive app and Go's net/http beside a model, in a short
+/// sweep: each appears with its figures, Go with GOMEMLIMIT under its cap,
+/// the JVM with its heap, each with its memory per in-flight request.
+#[test]
+fn spring_webflux_and_go_beside_a_model_in_a_short_sweep() {
+    for name in ["spring-webflux", "go-nethttp"] {
+        assert_built(name);
+    }
+    let dir = temp_dir("sweep-seed-stack");
+    let results = short_sweep(&dir, &["--targets", "lean,spring-webflux,go-nethttp", "--levels", "10,30"]);
+    assert_eq!(results["client"], "blocklab");
+    for name in ["lean", "spring-webflux", "go-nethttp"] {
+        let t = target(&results, name);
+        assert_eq!(t["highest_full_success"], 30, "{t:#}");
+        for step in t["steps"].as_array().unwrap() {
+            assert!(step["min_ms"].as_f64().unwrap() >= 200.0, "answered before the delay: {t:#}");
+            assert!(step["max_ms"].as_f64().unwrap() < 20_000.0, "{t:#}");
+            assert!(step["peak_memory_bytes"].as_u64().unwrap() > 0, "{t:#}");
+        }
+        assert_eq!(t["per_request"]["levels"], serde_json::json!([10, 30]), "{t:#}");
+        assert!(t["per_request"]["process_kib"].is_number(), "{t:#}");
+    }
+    let flux = target(&results, "spring-webflux");
+    assert!(flux["steps"][1]["peak_heap_bytes"].as_u64().unwrap() > 1 << 20, "the JVM's heap: {flux:#}");
+    assert!(flux["per_request"]["heap_kib"].is_number(), "{flux:#}");
+    assert!(flux["cap"].as_str().unwrap().contains("-Xmx50M"), "{flux:#}");
+    let go = target(&results, "go-nethttp");
+    assert!(go["cap"].as_str().unwrap().contains("GOMEMLIMIT=40MiB"), "{go:#}");
+    assert!(target(&results, "lean")["steps"][0]["peak_heap_bytes"].is_null());
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(md.contains("## Memory per in-flight request") && md.contains("## The seed's question"), "{md}");
+    assert!(dir.join("charts/per-request.svg").is_file());
+}
+
+/// `--client jmeter`: every step sent by the seed's JMeter, its JTL read
+/// back: as many samples as the level, every one counted once.
+#[test]
+fn the_seeds_jmeter_sends_the_steps_and_its_jtl_is_read() {
+    assert_built("jmeter");
+    let dir = temp_dir("sweep-jmeter");
+    let results = short_sweep(&dir, &["--client", "jmeter", "--targets", "lean", "--levels", "5,20"]);
+    assert_eq!(results["client"], "jmeter");
+    assert!(results["client_detail"].as_str().unwrap().contains("JMeter"));
+    let lean = target(&results, "lean");
+    assert_eq!(lean["highest_full_success"], 20, "{lean:#}");
+    for (step, level) in lean["steps"].as_array().unwrap().iter().zip([5u64, 20]) {
+        let outcomes = step["load"]["outcomes"].as_object().unwrap();
+        assert_eq!(outcomes.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), level, "{step:#}");
+        assert_eq!(outcomes["ok"], level, "{step:#}");
+        assert!(step["load"]["send_spread_ms"].as_f64().unwrap() >= 0.0, "{step:#}");
+        assert!(step["min_ms"].as_f64().unwrap() >= 200.0, "{step:#}");
+        let jtl = std::fs::read_to_string(dir.join(format!("jtl/lean-{level}.jtl"))).unwrap();
+        assert_eq!(jtl.lines().count() as u64, level + 1, "a header and a row per sample: {jtl}");
+    }
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(md.contains("Client: **jmeter**"), "{md}");
+}
+
 #[test]
 fn bad_sweep_flags_are_usage_errors() {
     for args in [
@@ -232,6 +307,7 @@ fn bad_sweep_flags_are_usage_errors() {
         &["sweep", "--delay", "10s", "--timeout", "5s"],
         &["sweep", "--url", "https://example.com/"],
         &["sweep", "--out", "/proc/nope/here"],
+        &["sweep", "--client", "ab"],
     ] {
         let out = output_within(blocklab().args(args), Duration::from_secs(30));
         let stderr = String::from_utf8_lossy(&out.stderr);
