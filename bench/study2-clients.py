@@ -31,7 +31,7 @@ fit 50 MiB). The cgroup's peak and its OOM kills are printed per step.
     bench/study2-clients.py --levels 1000 --repeats 3 --json out.json
     bench/study2-clients.py --targets lean --levels 5000,10000
 
-Needs: target/release/blocklab (cargo build --release), the jmeter and spring-webflux
+Needs: target/release/blocklab (cargo build --release; $BLOCKLAB names another binary), the jmeter and spring-webflux
 peers (scripts/peers build jmeter spring-webflux). Stops every process it starts.
 """
 
@@ -52,7 +52,7 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+BLOCKLAB = os.environ.get("BLOCKLAB") or os.path.join(ROOT, "target", "release", "blocklab")
 PEERS = os.path.join(ROOT, "scripts", "peers")
 CGROUP_ROOT = "/sys/fs/cgroup/memory"
 TARGETS = ["lean", "spring-webflux"]
@@ -290,7 +290,9 @@ class ConnSampler(threading.Thread):
         self.done = threading.Event()
 
     def count(self):
-        n = 0
+        # /proc/net/tcp is read in pieces while the table changes, so one socket can be
+        # listed twice: count distinct (local, remote) pairs
+        seen = set()
         for name in ("/proc/net/tcp", "/proc/net/tcp6"):
             try:
                 with open(name) as f:
@@ -299,10 +301,10 @@ class ConnSampler(threading.Thread):
                         # "  sl  local_address rem_address   st ..."
                         parts = line.split(None, 4)
                         if parts[3] == "01" and parts[1].endswith(self.needle.strip()):
-                            n += 1
+                            seen.add((parts[1], parts[2]))
             except OSError:
                 pass
-        return n
+        return len(seen)
 
     def run(self):
         while not self.done.is_set():
@@ -350,7 +352,8 @@ def run_jmeter(url, n, args, tmp, tag):
     for r in rows:
         ts, el = int(r["timeStamp"]), int(r["elapsed"])
         begin = ts if start_is_start else ts - el
-        samples.append((begin, el, r["success"] == "true", r["responseCode"], int(r.get("Connect") or 0)))
+        samples.append((begin, el, r["success"] == "true", r["responseCode"], int(r.get("Connect") or 0),
+                        int(r.get("Latency") or 0)))
     ok = [s for s in samples if s[2]]
     failures = {}
     for s in samples:
@@ -378,6 +381,11 @@ def run_jmeter(url, n, args, tmp, tag):
         "start_spread_ms": (max(begins) - min(begins)) if begins else None,
         "span_ms": (max(ends) - min(begins)) if begins else None,
         "max_connect_ms": max(s[4] for s in samples) if samples else None,
+        "median_connect_ms": statistics.median(s[4] for s in samples) if samples else None,
+        # what a sample takes beyond the server's delay: the client's own part (cold code
+        # per thread, connecting) plus any queueing at the server
+        "median_over_delay_ms": statistics.median(s[1] for s in ok) - args.delay_ms if ok else None,
+        "median_after_first_byte_ms": statistics.median(s[1] - s[5] for s in ok) if ok else None,
         "in_flight_peak_jtl": peak,
         "wall_s": wall,
         "jtl": jtl,
@@ -411,6 +419,8 @@ def run_blocklab(url, n, args, tmp, tag):
             {f"HTTP {k}": v for k, v in r["status_codes"].items() if not k.startswith(("2", "3"))}),
         "span_ms": r["duration_s"] * 1000,
         "max_connect_ms": r["connect_ms"]["max"],
+        "median_connect_ms": r["connect_ms"]["p50"],
+        "median_over_delay_ms": lat["p50"] - args.delay_ms if lat["count"] else None,
         "wall_s": wall,
         "json": js,
     }
@@ -511,9 +521,10 @@ def report(results, args):
                      "memory peak (cgroup)")
         lines.append("")
         lines.append("| level | JMeter start spread ms | JMeter in flight peak (JTL) | JMeter span ms | "
-                     "blocklab span ms | peak conns JMeter | peak conns blocklab | JMeter wall s | "
+                     "blocklab span ms | peak conns JMeter | peak conns blocklab | median − delay JM / BL ms | "
+                     "connect p50 / max JM | connect p50 / max BL | JMeter wall s | "
                      "blocklab wall s | failures JMeter / blocklab | server MiB peak JM / BL |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for level in args.levels:
             rs = [r for r in results if r["target"] == target and r["level"] == level]
             jm = [r for r in rs if r["client"] == "jmeter"]
@@ -530,7 +541,10 @@ def report(results, args):
             lines.append(
                 f"| {level:,} | {cell(g(jm, 'start_spread_ms'))} | {cell(g(jm, 'in_flight_peak_jtl'))} | "
                 f"{cell(g(jm, 'span_ms'))} | {cell(g(bl, 'span_ms'))} | {cell(g(jm, 'conn_peak'))} | "
-                f"{cell(g(bl, 'conn_peak'))} | {cell(g(jm, 'wall_s'), 1)} | {cell(g(bl, 'wall_s'), 1)} | "
+                f"{cell(g(bl, 'conn_peak'))} | {cell(g(jm, 'median_over_delay_ms'))} / "
+                f"{cell(g(bl, 'median_over_delay_ms'))} | {cell(g(jm, 'median_connect_ms'))} / "
+                f"{cell(g(jm, 'max_connect_ms'))} | {cell(g(bl, 'median_connect_ms'), 1)} / "
+                f"{cell(g(bl, 'max_connect_ms'), 1)} | {cell(g(jm, 'wall_s'), 1)} | {cell(g(bl, 'wall_s'), 1)} | "
                 f"{fails(jm)} / {fails(bl)} | {cell(g(jm, 'cgroup_peak_mib'), 1)} / "
                 f"{cell(g(bl, 'cgroup_peak_mib'), 1)} |")
     return "\n".join(lines)
@@ -542,8 +556,8 @@ def report(results, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--targets", default=",".join(TARGETS), help="comma list of lean, spring-webflux")
-    p.add_argument("--levels", default="100,500,1000,2000", help="comma list of concurrency levels")
-    p.add_argument("--delay-ms", type=int, default=5000)
+    p.add_argument("--levels", help="comma list of concurrency levels [default: 100,500,1000,2000; --quick 10,50]")
+    p.add_argument("--delay-ms", type=int, help="the server's wait [default: 5000; --quick 1000]")
     p.add_argument("--repeats", type=int, default=1, help="runs of each (target, level, client)")
     p.add_argument("--quick", action="store_true", help="levels 10,50 and a 1 s delay")
     p.add_argument("--timeout-s", type=int, default=60, help="both clients' connect and response limit")
@@ -554,8 +568,10 @@ def main():
     p.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     p.add_argument("--keep", action="store_true", help="keep the JTLs and JSON results (printed dir)")
     args = p.parse_args()
-    if args.quick:
-        args.levels, args.delay_ms = "10,50", 1000
+    if args.levels is None:
+        args.levels = "10,50" if args.quick else "100,500,1000,2000"
+    if args.delay_ms is None:
+        args.delay_ms = 1000 if args.quick else 5000
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     for t in args.targets:
         if t not in TARGETS:
