@@ -4,37 +4,43 @@
 //!
 //! # Layout
 //!
-//! * [`cli`] — the command line: raw flags, then validated plans.
-//! * [`graph`] — the Content dataset, the one Cypher query, the
-//!   [`graph::GraphBackend`] trait (a blocking and a non-blocking read) and the
-//!   embedded Grafeo backend with its simulated round trip.
-//! * [`server`] — `blocklab serve`: the router ([`server::app`]), one handler
-//!   per execution model, the ractor actor system on its own executor
-//!   ([`server::actors`]), the runtimes and their probes
-//!   ([`server::runtime`]), `/metrics` ([`server::metrics`]), and the accept
-//!   loop with graceful shutdown ([`server::serve`]).
+//! Three layers, imports pointing down the list and never back:
+//!
+//! * [`studies`] — one folder per study, each knowing nothing of the other:
+//!   [`studies::play_neo4j`] (study 1, `blocklab bench`) and
+//!   [`studies::robustness`] (study 2, `blocklab sweep`); `blocklab studies`
+//!   builds the peers and runs them all.
+//! * [`harness`] — what every study needs and no study's knowledge: targets
+//!   as child processes, the peers read from `peers/*/peer.toml`
+//!   ([`harness::peers`]), CPU placement, memory-capped cgroups, `/metrics`
+//!   scrapes, conditions, the pieces of a report.
+//! * [`server`] — `blocklab serve`: the router, one handler per execution
+//!   model, the actors on their own executor, the runtimes and their probes,
+//!   `/metrics`, the server models of study 2.
 //! * [`load`] — `blocklab load`: the load generator (closed and open loop,
 //!   HdrHistogram latencies, every outcome counted, ab-style text and JSON).
-//! * [`experiment`] — `blocklab bench`: the seed study end to end (fresh
-//!   server process per API, pinned CPUs, repeated loads, `/metrics` sampled).
-//! * [`report`] — the bench's outputs: Markdown, JSON, CSV, SVG charts, HTML.
-//! * [`harness`] — what every study needs: the target as a child process,
-//!   CPU placement, memory-capped cgroups, `/metrics` scrapes, conditions,
-//!   the pieces of a report; studies build on it and not on each other.
-//! * [`sweep`] — `blocklab sweep`: study 2, concurrency steps under a memory
-//!   cap, death detected.
-//! * [`command`] — what each subcommand does, and how failures become exit codes.
+//! * [`graph`] — the Content dataset, the one Cypher query, the
+//!   [`graph::GraphBackend`] trait (a blocking and a non-blocking read) and the
+//!   embedded, FalkorDB and Neo4j backends.
+//! * [`http1`] — the HTTP/1.1 codec blocklab owns, both sides.
+//! * [`proc`] — the one place `/proc` is read (on the `procfs` crate).
 //!
+//! And the command line: [`cli`] (the subcommands and the dispatch; each
+//! subcommand's flags live beside it: `server/args.rs`, `load/args.rs`,
+//! [`seed`], each study's `args.rs`), [`flags`] (parsers several share),
+//! [`command`] (what every command shares) and [`failure`] (exit statuses).
 //! The binary (`src/main.rs`) only parses the command line and calls
-//! [`command::run`].
+//! [`cli::run`].
 
 pub mod cli;
 pub mod command;
-pub mod experiment;
+pub mod failure;
+pub mod flags;
 pub mod graph;
 pub mod harness;
 pub mod http1;
 pub mod load;
-pub mod report;
+pub mod proc;
+pub mod seed;
 pub mod server;
-pub mod sweep;
+pub mod studies;

@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 // The server and the load generator both allocate per request; mimalloc keeps
 // that off the profile (glibc's arenas were growing and trimming their heap).
 // It is built without transparent huge pages (Cargo.toml, feature no_thp), so
@@ -11,42 +9,11 @@ use clap::Parser;
 // measures exactly that.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use clap::error::ErrorKind;
 
 fn main() -> ExitCode {
-    let cli = match blocklab::cli::Cli::try_parse() {
+    let cli = match blocklab::cli::parse() {
         Ok(cli) => cli,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("blocklab: a command is required, e.g. 'blocklab serve' (see 'blocklab --help')");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            // One line: clap's first line says what is wrong; the rest is advice.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid command line");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            // clap lists the missing arguments on the lines after the first: bring them up.
-            let missing = match e.get(clap::error::ContextKind::InvalidArg) {
-                Some(clap::error::ContextValue::Strings(args))
-                    if e.kind() == ErrorKind::MissingRequiredArgument =>
-                {
-                    args.join(", ")
-                }
-                _ => String::new(),
-            };
-            let first = if missing.is_empty() {
-                first.to_string()
-            } else {
-                format!("{} {missing}", first.trim_end())
-            };
-            let first = blocklab::graph::redact_credentials(&first);
-            eprintln!("blocklab: {first} (see 'blocklab --help')");
-            return ExitCode::from(2);
-        }
+        Err(status) => return ExitCode::from(status),
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -54,7 +21,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match blocklab::command::run(cli) {
+    match blocklab::cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("blocklab: {e}");

@@ -1,7 +1,7 @@
 //! The Content dataset: what node `id` holds, in one place, so that the
 //! embedded loader, the seeder of networked databases and the tests agree.
 
-use super::Content;
+use super::backend::Content;
 
 /// The record stored as node `id`, shaped like the seed study's node.
 pub fn content_record(id: i64) -> Content {

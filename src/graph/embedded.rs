@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use grafeo::{GrafeoDB, Value};
 
-use super::{CONTENT_LABEL, CONTENT_QUERY, Content, GraphBackend, GraphError, ReadFuture, content_record};
+use super::backend::{CONTENT_LABEL, CONTENT_QUERY, Content, GraphBackend, GraphError, ReadFuture};
+use super::dataset::content_record;
 
 /// The Grafeo database loaded with `nodes` Content nodes, indexed on `id`.
 pub struct EmbeddedGraph {

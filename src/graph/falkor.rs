@@ -18,7 +18,10 @@ use falkordb::{
     FalkorValue,
 };
 
-use super::{CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SeedReport};
+use super::backend::{
+    CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SEED_QUERY, SeedReport,
+};
+use super::credentials::with_credentials;
 
 /// How often a client that failed to open is tried again.
 pub const RETRY_EVERY: Duration = Duration::from_millis(200);
@@ -52,7 +55,7 @@ impl FalkorTarget {
     /// The connection URL the crate takes, credentials included.
     /// The redis crate percent-decodes the user and password it finds there.
     fn connection_url(&self) -> String {
-        super::with_credentials(&format!("redis://{}:{}", self.host, self.port), self.credentials.as_ref())
+        with_credentials(&format!("redis://{}:{}", self.host, self.port), self.credentials.as_ref())
     }
 }
 
@@ -336,7 +339,7 @@ impl GraphBackend for FalkorGraph {
         let mut from = 1u64;
         while from <= nodes {
             let to = (from + batch - 1).min(nodes);
-            self.write(super::SEED_QUERY, &[("from", from as i64), ("to", to as i64)])?;
+            self.write(SEED_QUERY, &[("from", from as i64), ("to", to as i64)])?;
             progress(to);
             from = to + 1;
         }

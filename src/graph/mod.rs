@@ -7,187 +7,31 @@
 //! one trait is what lets a networked database with a real blocking client and
 //! a real async client slot in beside the embedded one.
 
+mod backend;
+mod credentials;
 mod dataset;
 mod embedded;
 mod falkor;
 mod neo4j;
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
-use serde::Serialize;
 use url::Url;
+
+pub use backend::{
+    CONTENT_LABEL, CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SEED_QUERY,
+    SeedReport,
+};
+pub use credentials::redact_credentials;
+use credentials::{decode, encode, with_credentials};
 
 pub use dataset::content_record;
 pub use embedded::EmbeddedGraph;
 pub use falkor::{FalkorGraph, FalkorTarget};
 pub use neo4j::{Neo4jGraph, Neo4jTarget};
-
-/// The read every backend answers, with `$id` as a parameter (never formatted
-/// into the text): the same text goes to Grafeo, FalkorDB and Neo4j.
-pub const CONTENT_QUERY: &str = "MATCH (n:Content {id: $id}) RETURN n";
-
-/// The label of every node of the dataset.
-pub const CONTENT_LABEL: &str = "Content";
-
-/// Creates or updates nodes `$from..=$to`, computing each property from the
-/// id inside the database (same shape as [`content_record`]), so that seeding
-/// sends two numbers per batch instead of the data. MERGE makes it idempotent.
-pub const SEED_QUERY: &str = "UNWIND range($from, $to) AS i \
-     MERGE (n:Content {id: i}) \
-     SET n.name = 'resource' + toString(i), n.code = 'test.lp.content.' + toString(i), \
-     n.mimeType = 'application/pdf', n.contentType = 'Resource', n.body = 'body string'";
-
-/// How a networked backend talks to its server.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DbSettings {
-    /// Connections of the blocking client's pool: at most this many blocking reads at once.
-    pub pool: usize,
-    /// Connections of the async client (multiplexed for FalkorDB, pooled for Neo4j).
-    pub async_connections: usize,
-    /// Limit for one read, from sending to the whole answer.
-    pub timeout: Duration,
-    /// Limit for opening a connection.
-    pub connect_timeout: Duration,
-}
-
-impl Default for DbSettings {
-    fn default() -> Self {
-        DbSettings {
-            pool: 16,
-            async_connections: 4,
-            timeout: Duration::from_secs(2),
-            connect_timeout: Duration::from_millis(500),
-        }
-    }
-}
-
-/// What `blocklab seed` did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeedReport {
-    /// Content nodes before.
-    pub before: u64,
-    /// Content nodes after.
-    pub after: u64,
-    /// How long it took.
-    pub took: Duration,
-}
-
-/// One `Content` node: the seed's record, with the six properties it returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Content {
-    /// Key of the node, 1..=N.
-    pub id: i64,
-    /// `resource{id}`.
-    pub name: String,
-    /// `test.lp.content.{id}`.
-    pub code: String,
-    /// Always `application/pdf`, as in the seed.
-    #[serde(rename = "mimeType")]
-    pub mime_type: String,
-    /// Always `Resource`, as in the seed.
-    #[serde(rename = "contentType")]
-    pub content_type: String,
-    /// Always `body string`, as in the seed.
-    pub body: String,
-}
-
-impl Content {
-    /// Builds a node from a driver's property lookups: `id` the integer
-    /// property, `text` each string property by name. Every backend maps its
-    /// own value type through this, so a missing or mistyped property is
-    /// reported the same way whatever the database.
-    pub fn from_properties(
-        id: Result<i64, String>,
-        text: impl Fn(&str) -> Result<String, String>,
-    ) -> Result<Content, GraphError> {
-        let text =
-            |key: &str| text(key).map_err(|got| GraphError::Malformed(format!("property {key}: {got}")));
-        Ok(Content {
-            id: id.map_err(|got| GraphError::Malformed(format!("property id: {got}")))?,
-            name: text("name")?,
-            code: text("code")?,
-            mime_type: text("mimeType")?,
-            content_type: text("contentType")?,
-            body: text("body")?,
-        })
-    }
-}
-
-/// Why a read failed. Each kind is counted in `/metrics` and mapped to an
-/// HTTP status by the server (`NotFound` 404, `Unavailable` 503, else 500).
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum GraphError {
-    /// The query ran and matched no node with that id.
-    #[error("no Content node with id {0}")]
-    NotFound(i64),
-    /// The database could not be reached or refused the query.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    /// The query failed inside the database.
-    #[error("query failed: {0}")]
-    Query(String),
-    /// The database answered with something that is not a Content node.
-    #[error("malformed node: {0}")]
-    Malformed(String),
-}
-
-impl GraphError {
-    /// Every value [`GraphError::kind`] returns, in metrics order.
-    pub const KINDS: [&'static str; 4] = ["not_found", "unavailable", "query", "malformed"];
-
-    /// A short, stable name for the kind, used as a metrics label.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            GraphError::NotFound(_) => "not_found",
-            GraphError::Unavailable(_) => "unavailable",
-            GraphError::Query(_) => "query",
-            GraphError::Malformed(_) => "malformed",
-        }
-    }
-}
-
-/// The future a non-blocking read returns: boxed, so that backends can be
-/// chosen at run time (`Arc<dyn GraphBackend>`).
-pub type ReadFuture<'a> = Pin<Box<dyn Future<Output = Result<Content, GraphError>> + Send + 'a>>;
-
-/// A graph database that can read a `Content` node in two ways.
-///
-/// `read_blocking` holds the calling thread until the answer is there (a
-/// synchronous driver session); `read` returns a future that yields the
-/// thread while it waits (an async driver session). Implementations must be
-/// cheap to share between threads: the server holds one behind an `Arc`.
-pub trait GraphBackend: Send + Sync + 'static {
-    /// One line naming the database and its settings, for logs and reports.
-    /// Never contains credentials.
-    fn describe(&self) -> String;
-
-    /// Reads node `id`, blocking the calling thread for the whole round trip.
-    fn read_blocking(&self, id: i64) -> Result<Content, GraphError>;
-
-    /// Reads node `id` without blocking: the returned future waits by yielding.
-    fn read(&self, id: i64) -> ReadFuture<'_>;
-
-    /// How many Content nodes the database holds (blocking; used at start and by `seed`).
-    fn count(&self) -> Result<u64, GraphError>;
-
-    /// Loads nodes 1..=`nodes` and the index on `id`, idempotently (blocking).
-    /// `progress` is called with the highest id written so far.
-    fn seed(&self, nodes: u64, progress: &dyn Fn(u64)) -> Result<SeedReport, GraphError> {
-        let _ = (nodes, progress);
-        Err(GraphError::Query("this database is loaded at start and cannot be seeded".to_string()))
-    }
-
-    /// Client settings worth reporting (pool sizes, timeouts), as metric labels.
-    fn settings(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
-}
 
 /// Which database `--db` names. Its `Display` never shows credentials.
 #[derive(Clone, PartialEq, Eq)]
@@ -290,34 +134,6 @@ impl DbUrl {
     }
 }
 
-/// Everything but the URL's unreserved characters is percent-encoded in a
-/// user, a password or a graph name we write into a URL; `%` included, which
-/// `Url::set_password` would leave as is.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
-
-fn encode(s: &str) -> String {
-    utf8_percent_encode(s, COMPONENT).to_string()
-}
-
-/// A user or password from a URL, percent-decoded.
-fn decode(s: &str, what: &str) -> Result<String, String> {
-    percent_decode_str(s)
-        .decode_utf8()
-        .map(|s| s.into_owned())
-        .map_err(|_| format!("the database URL's {what} is not UTF-8 once percent-decoded"))
-}
-
-/// `base` (a URL with a host) with `user:password@` set, each percent-encoded.
-pub(crate) fn with_credentials(base: &str, credentials: Option<&(String, String)>) -> String {
-    let mut url = Url::parse(base).expect("a URL built from a parsed host and port");
-    if let Some((user, password)) = credentials {
-        // Both only fail for URLs without a host, and `base` has one.
-        let _ = url.set_username(&encode(user));
-        let _ = url.set_password(Some(&encode(password)));
-    }
-    url.to_string()
-}
-
 /// Opens the database `db` names. Networked databases are not contacted
 /// here: their clients connect on first use, so a server can start while its
 /// database is down.
@@ -338,29 +154,6 @@ pub async fn open(
         DbUrl::Falkor(target) => Arc::new(FalkorGraph::new(target.clone(), settings)),
         DbUrl::Neo4j(target) => Arc::new(Neo4jGraph::new(target.clone(), settings)?),
     })
-}
-
-/// `text` with the user-info part of every URL in it (`scheme://user:pass@`)
-/// replaced by `***`, so that a message quoting a database URL never shows a
-/// password.
-pub fn redact_credentials(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
-        out.push_str(head);
-        let authority_end =
-            tail.find(|c: char| c == '/' || c == '\'' || c == '"' || c.is_whitespace()).unwrap_or(tail.len());
-        match tail[..authority_end].rfind('@') {
-            Some(userinfo_end) => {
-                out.push_str("***");
-                rest = &tail[userinfo_end..];
-            }
-            None => rest = tail,
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

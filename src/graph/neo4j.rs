@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use neo4rs::{ConfigBuilder, Graph, Node, query};
 
-use super::{
+use super::backend::{
     CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SEED_QUERY, SeedReport,
 };
 

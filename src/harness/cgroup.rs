@@ -171,18 +171,15 @@ pub fn available() -> Result<(), String> {
 
 /// This process's own memory cgroup directory and its hierarchy's version.
 fn own_memory_cgroup() -> Result<(PathBuf, Version), String> {
-    let text = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        if controllers.split(',').any(|c| c == "memory") {
+    let groups = crate::proc::own_cgroups()?;
+    for (controllers, path) in &groups {
+        if controllers.iter().any(|c| c == "memory") {
             let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
             return writable(dir, Version::V1);
         }
     }
-    for line in text.lines() {
-        if let Some(path) = line.strip_prefix("0::") {
+    for (controllers, path) in &groups {
+        if controllers.is_empty() {
             let dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
             let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
             if controllers.split_whitespace().any(|c| c == "memory") {

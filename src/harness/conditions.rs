@@ -24,30 +24,18 @@ pub struct Machine {
 
 /// Facts about this machine, from /proc and /sys.
 pub fn machine() -> Machine {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".to_string());
+    let cpu_model = crate::proc::cpu_model().unwrap_or_else(|| "unknown".to_string());
     let cpus_online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .map(|s| super::placement::parse_cpu_list(s.trim()).len())
         .unwrap_or(0);
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory_kb: f64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0.0);
-    let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default();
+    let memory_kb = crate::proc::memory_bytes().unwrap_or(0) as f64 / 1024.0;
     Machine {
         cpu_model,
         cpus_online,
         cpus_allowed: allowed_cpus(),
         memory_gib: (memory_kb / 1024.0 / 1024.0 * 10.0).round() / 10.0,
-        kernel: read("/proc/sys/kernel/osrelease"),
-        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: crate::proc::kernel_release(),
+        hostname: crate::proc::hostname(),
     }
 }
 

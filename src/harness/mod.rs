@@ -1,16 +1,16 @@
-//! The harness: what every study's runner needs, whatever the study. A
-//! target started as a child process and watched ([`target`]), its CPUs
-//! ([`placement`]), a memory-capped cgroup for it ([`cgroup`]), its
-//! `/metrics` read ([`scrape`]), the machine's conditions ([`conditions`]),
-//! the page and chart pieces every report shares ([`render`]), the
+//! The harness: what every study's runner needs, and no study's knowledge.
+//! A target started as a child process and watched ([`target`]), the peers
+//! described by their `peer.toml` ([`peers`]), its CPUs ([`placement`]), a
+//! memory-capped cgroup for it ([`cgroup`]), its `/metrics` read
+//! ([`scrape`]), the machine's conditions ([`conditions`]), the page and
+//! chart pieces every report shares and the index page ([`render`]), the
 //! descriptor limit raised and the runner pinned.
 //!
-//! The studies build on it: study 1 (`bench`: [`crate::experiment`] and
-//! [`crate::report`]) and study 2 (`sweep`: [`crate::sweep`]). A third study
-//! adds a module of its own beside them.
+//! The studies ([`crate::studies`]) build on it; it imports none of them.
 
 pub mod cgroup;
 pub mod conditions;
+pub mod peers;
 pub mod placement;
 pub mod render;
 pub mod scrape;

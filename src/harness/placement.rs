@@ -87,12 +87,7 @@ pub fn list(cpus: &[usize]) -> String {
 
 /// The CPUs this process may run on, from `/proc/self/status` (honours taskset and cpusets).
 pub fn allowed_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(|v| parse_cpu_list(v.trim()))
-        .filter(|cpus| !cpus.is_empty())
+    crate::proc::allowed_cpus()
         .unwrap_or_else(|| (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect())
 }
 

@@ -44,38 +44,102 @@ pub fn strip_xml_decl(svg: &str) -> &str {
     }
 }
 
-/// `index.html` of several studies run into one folder: a page that leads to
-/// each study's `FOLDER/report.html`, with the reading of its
-/// `FOLDER/results.md`. `studies` are (folder, title, one line about it).
-pub fn index(dir: &std::path::Path, studies: &[(&str, &str, &str)]) -> String {
+/// One study on the index page: where its report is, what it is, what ran,
+/// what was skipped, and the versions of what ran.
+#[derive(Debug, Clone, Default)]
+pub struct IndexSection {
+    /// Its folder (its `report.html` and `results.md` are in it).
+    pub folder: String,
+    /// Its title.
+    pub title: String,
+    /// What it measures.
+    pub about: String,
+    /// What ran, a line each.
+    pub ran: Vec<String>,
+    /// What was skipped or run otherwise than asked, and why, a line each.
+    pub skipped: Vec<String>,
+    /// Versions of what ran (blocklab, rustc, crates, every peer and database).
+    pub versions: std::collections::BTreeMap<String, String>,
+}
+
+/// The page that leads to every study's report (`index.html` of `blocklab
+/// studies`): per study its reading (from its `results.md`), what ran and what
+/// was skipped; then where it all ran (the machine, its CPUs and memory) with
+/// the versions of everything that ran, and what the whole job skipped.
+pub fn index(
+    dir: &std::path::Path,
+    machine: &super::conditions::Machine,
+    studies: &[IndexSection],
+    skipped: &[String],
+) -> String {
+    let list = |lines: &[String]| -> String {
+        let mut html = String::from("<ul>");
+        for line in lines {
+            html += &format!("<li>{}</li>", escape(line));
+        }
+        html + "</ul>"
+    };
     let mut body = String::from("<h1>blocklab — the studies</h1>");
     body += "<p class=\"sub\">What blocking calls, thread pools and actors do to a web service, measured on this machine.</p>";
-    for &(folder, title, about) in studies {
+    let mut versions = std::collections::BTreeMap::new();
+    for study in studies {
+        let folder = &study.folder;
         body += &format!(
             "<h2><a href=\"{folder}/report.html\">{}</a></h2><p>{}</p>",
-            escape(title),
-            escape(about)
+            escape(&study.title),
+            escape(&study.about)
         );
         match std::fs::read_to_string(dir.join(folder).join("results.md")) {
             Ok(md) => {
-                let reading: Vec<&str> = md
+                let reading: Vec<String> = md
                     .split("## Reading")
                     .nth(1)
                     .unwrap_or("")
                     .lines()
                     .take_while(|l| !l.starts_with("## "))
                     .filter_map(|l| l.strip_prefix("- "))
+                    .map(String::from)
                     .collect();
-                body += "<ul class=\"reading\">";
-                for line in reading {
-                    body += &format!("<li>{}</li>", escape(line));
-                }
-                body += "</ul>";
+                body += "<div class=\"reading\">";
+                body += &list(&reading);
+                body += "</div>";
             }
             Err(_) => {
                 body += "<p class=\"fail\">This study wrote no results (it failed or was interrupted before the end).</p>"
             }
         }
+        if !study.ran.is_empty() {
+            body += "<h3>What ran</h3>";
+            body += &list(&study.ran);
+        }
+        if !study.skipped.is_empty() {
+            body += "<h3>Skipped, or run otherwise than asked</h3>";
+            body += &list(&study.skipped);
+        }
+        versions.extend(study.versions.clone());
+    }
+    body += "<h2>Where</h2>";
+    body += &list(&[
+        format!("{} ({}), kernel {}", machine.hostname, machine.cpu_model, machine.kernel),
+        format!(
+            "{} CPUs online, this job could use CPUs {}; {:.1} GiB of memory",
+            machine.cpus_online,
+            super::placement::list(&machine.cpus_allowed),
+            machine.memory_gib
+        ),
+        match super::cgroup::available() {
+            Ok(()) => {
+                "memory caps: each target in a memory-capped cgroup of its own (its cap is under What ran)"
+                    .to_string()
+            }
+            Err(e) => format!("memory caps: none ({e})"),
+        },
+    ]);
+    body += "<h3>Versions</h3>";
+    body += &list(&versions.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>());
+    if !skipped.is_empty() {
+        body += "<h2>Skipped</h2>";
+        body += &list(skipped);
     }
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blocklab</title>\

@@ -1,6 +1,7 @@
-//! A `blocklab serve` child process for one Test ID: started pinned and
-//! ready (its `listening on` line read), watched while the load runs,
-//! measured from /proc, stopped by its own pid.
+//! A target as a child process — a `blocklab serve`, a peer, any command
+//! that prints `listening on http://ADDR` — started pinned and ready (that
+//! line read), watched while the load runs, measured from /proc
+//! ([`crate::proc`]), stopped by its own pid.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -141,18 +142,12 @@ impl ServerProcess {
 
     /// CPU time (user + system) it has used, from /proc.
     pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split(' ').collect();
-        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        // USER_HZ is 100 on Linux.
-        Some(Duration::from_millis(ticks * 10))
+        crate::proc::cpu_time(crate::proc::Pid::Of(self.pid()))
     }
 
     /// Its peak resident memory so far, in bytes.
     pub fn peak_rss(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        Some(crate::server::metrics::status_field(&status, "VmHWM:")? * 1024)
+        crate::proc::peak_rss_bytes(crate::proc::Pid::Of(self.pid()))
     }
 
     /// SIGTERM, then up to `grace` to exit, then SIGKILL. Returns how it ended.

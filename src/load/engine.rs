@@ -22,7 +22,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -31,25 +31,13 @@ use tokio::task::LocalSet;
 use tokio::time::{Instant, Sleep};
 
 use super::client::{self, Connection, ErrorKind};
+use super::counters::Shared;
 use super::hdr_log;
 use super::outcome::{RunResult, ThreadStats, histogram};
 use super::plan::{LoadPlan, Stop};
 use super::progress::Progress;
 
 const USER_AGENT_VALUE: &str = concat!("blocklab-load/", env!("CARGO_PKG_VERSION"));
-
-/// Counters every thread updates, for the progress bar and the `-n` budget.
-#[derive(Default)]
-pub struct Shared {
-    /// Requests claimed so far in a closed-loop `-n` run.
-    claimed: AtomicU64,
-    /// Requests that ended (any outcome).
-    pub ended: AtomicU64,
-    /// Requests that ended without a response, or with status >= 400.
-    pub failed: AtomicU64,
-    /// Set when the run is over.
-    pub finished: AtomicBool,
-}
 
 /// Runs `plan` to the end and returns what it measured.
 pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {

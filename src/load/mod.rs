@@ -21,7 +21,9 @@
 //! the deadline*, and `sent = completed + errors + in_flight` is checked and
 //! printed.
 
+pub mod args;
 pub mod client;
+pub mod counters;
 pub mod engine;
 pub mod hdr_log;
 pub mod merge;

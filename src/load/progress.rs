@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::engine::Shared;
+use super::counters::Shared;
 use super::plan::{LoadPlan, Stop};
 
 /// A running progress bar.

@@ -1,102 +1,18 @@
-//! The router: which path runs which execution model, the state the handlers
-//! share, and the layer every request passes through ([`super::observe`]:
+//! The router: which path runs which execution model (the state the handlers
+//! share is [`super::state`]'s), and the layer every request passes through ([`super::observe`]:
 //! metrics, the `Server` header, panic capture). `app(state)` builds it without a socket, so tests
 //! can drive it directly.
-
-use std::sync::Arc;
 
 use axum::Router;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get};
 use tower::Layer;
 
-use super::actors::ActorSystem;
 use super::endpoint::Endpoint;
-use super::error::AppError;
 use super::handlers;
-use super::metrics::Metrics;
 use super::model::Model;
 use super::observe::{Observe, ObserveLayer};
-use super::request_threads::RequestThreads;
-use super::runtime::RuntimeProbe;
-use crate::graph::GraphBackend;
-
-/// What every handler can reach. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    inner: Arc<Parts>,
-}
-
-/// The parts of an [`AppState`].
-pub struct Parts {
-    /// The database.
-    pub backend: Arc<dyn GraphBackend>,
-    /// Valid ids are `1..=nodes`.
-    pub nodes: u64,
-    /// The server model: which routes exist and where their handlers run.
-    pub model: Model,
-    /// The actor system (model reactive only).
-    pub actors: Option<ActorSystem>,
-    /// The request threads (models pool and thread only).
-    pub threads: Option<Arc<RequestThreads>>,
-    /// The server's figures.
-    pub metrics: Arc<Metrics>,
-    /// The probe of the runtime serving requests, when it is known.
-    pub http: Option<RuntimeProbe>,
-    /// The labels of `blocklab_info`.
-    pub info: Vec<(&'static str, String)>,
-}
-
-impl AppState {
-    /// Puts the parts together.
-    pub fn new(parts: Parts) -> AppState {
-        AppState { inner: Arc::new(parts) }
-    }
-
-    /// The server model.
-    pub fn model(&self) -> Model {
-        self.inner.model
-    }
-
-    /// The request threads of the pool and thread models.
-    pub fn request_threads(&self) -> Result<&Arc<RequestThreads>, AppError> {
-        self.inner
-            .threads
-            .as_ref()
-            .ok_or(AppError::NotInModel { path: "this endpoint".to_string(), model: self.model() })
-    }
-
-    /// The database.
-    pub fn backend(&self) -> &Arc<dyn GraphBackend> {
-        &self.inner.backend
-    }
-
-    /// The number of nodes: valid ids are `1..=nodes`.
-    pub fn nodes(&self) -> u64 {
-        self.inner.nodes
-    }
-
-    /// The actor system, which only the reactive model runs.
-    pub fn actors(&self) -> Result<&ActorSystem, AppError> {
-        self.inner
-            .actors
-            .as_ref()
-            .ok_or(AppError::NotInModel { path: "this endpoint".to_string(), model: self.model() })
-    }
-
-    /// The server's figures.
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
-    }
-
-    /// The whole `/metrics` text.
-    pub fn render_metrics(&self) -> String {
-        let parts = &self.inner;
-        let probes: Vec<&RuntimeProbe> =
-            parts.http.iter().chain(parts.actors.as_ref().map(ActorSystem::probe)).collect();
-        parts.metrics.render(&parts.info, &probes)
-    }
-}
+pub use super::state::{AppState, Parts};
 
 /// The service hyper serves: the router behind the layer every request
 /// passes through.

@@ -11,9 +11,9 @@ use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 
-use super::app::AppState;
 use super::delay;
 use super::error::AppError;
+use super::state::AppState;
 use crate::graph::Content;
 
 /// The result of a data endpoint.

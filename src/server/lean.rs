@@ -29,12 +29,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::accept::{Admission, Ticket};
+use super::config::{ServeConfig, model_info};
+use super::delay;
 use super::endpoint::Endpoint;
 use super::error::AppError;
 use super::metrics::Metrics;
+use super::model::Model;
 use super::observe::SERVER_HEADER;
 use super::runtime::RuntimeProbe;
-use super::{Model, ServeConfig, delay, model_info};
 use crate::http1;
 
 /// The longest request head accepted.

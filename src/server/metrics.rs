@@ -9,9 +9,9 @@
 use std::fmt::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
 use super::endpoint::Endpoint;
+use super::exposition::{escape, help};
 use super::runtime::{RuntimeProbe, render_runtimes};
 
 /// Upper bounds of the latency histogram buckets, in microseconds.
@@ -352,12 +352,6 @@ impl Metrics {
 /// Kinds of database failure, as [`crate::graph::GraphError::kind`] names them.
 const DB_ERROR_KINDS: [&str; 4] = crate::graph::GraphError::KINDS;
 
-/// Writes the `# HELP` and `# TYPE` lines of a metric.
-pub(crate) fn help(w: &mut String, name: &str, kind: &str, text: &str) {
-    let _ = writeln!(w, "# HELP {name} {text}");
-    let _ = writeln!(w, "# TYPE {name} {kind}");
-}
-
 fn gauge_pair(w: &mut String, name: &str, text: &str, gauge: &PeakGauge) {
     help(w, name, "gauge", text);
     let _ = writeln!(w, "{name} {}", gauge.get());
@@ -366,13 +360,10 @@ fn gauge_pair(w: &mut String, name: &str, text: &str, gauge: &PeakGauge) {
     let _ = writeln!(w, "{peak} {}", gauge.peak());
 }
 
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// CPU time and memory of this process, from /proc (Linux).
+/// CPU time, memory and threads of this process, from /proc ([`crate::proc`]).
 fn render_process(w: &mut String) {
-    if let Some(cpu) = process_cpu_time() {
+    use crate::proc::{self, Pid};
+    if let Some(cpu) = proc::cpu_time(Pid::Myself) {
         help(
             w,
             "process_cpu_seconds_total",
@@ -382,49 +373,34 @@ fn render_process(w: &mut String) {
         );
         let _ = writeln!(w, "process_cpu_seconds_total {}", cpu.as_secs_f64());
     }
-    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-        for (field, name, text) in [
-            ("VmRSS:", "process_resident_memory_bytes", "Resident memory of this process now."),
-            (
-                "VmHWM:",
-                "process_resident_memory_peak_bytes",
-                "Highest resident memory of this process since start.",
-            ),
-        ] {
-            if let Some(kb) = status_field(&status, field) {
-                help(w, name, "gauge", text);
-                let _ = writeln!(w, "{name} {}", kb * 1024);
-            }
-        }
-        if let Some(threads) = status_field(&status, "Threads:") {
-            help(
-                w,
-                "process_threads",
-                "gauge",
-                "OS threads of this process now: async workers, pool or request threads, and \
-                 the fixed ones (main, signal, database clients). Each costs its stack and \
-                 allocator state in memory.",
-            );
-            let _ = writeln!(w, "process_threads {threads}");
+    for (value, name, text) in [
+        (
+            proc::rss_bytes(Pid::Myself),
+            "process_resident_memory_bytes",
+            "Resident memory of this process now.",
+        ),
+        (
+            proc::peak_rss_bytes(Pid::Myself),
+            "process_resident_memory_peak_bytes",
+            "Highest resident memory of this process since start.",
+        ),
+    ] {
+        if let Some(bytes) = value {
+            help(w, name, "gauge", text);
+            let _ = writeln!(w, "{name} {bytes}");
         }
     }
-}
-
-/// The number in a `/proc/*/status` line (`VmRSS:   1234 kB`, `Threads:  5`).
-pub fn status_field(status: &str, field: &str) -> Option<u64> {
-    status.lines().find_map(|l| l.strip_prefix(field))?.trim().trim_end_matches("kB").trim().parse().ok()
-}
-
-/// User plus system CPU time of this process, from `/proc/self/stat`.
-pub fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces) start at field 3.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // /proc reports clock ticks in USER_HZ, which Linux fixes at 100 for user space.
-    Some(Duration::from_millis((utime + stime) * 10))
+    if let Some(threads) = proc::threads(Pid::Myself) {
+        help(
+            w,
+            "process_threads",
+            "gauge",
+            "OS threads of this process now: async workers, pool or request threads, and \
+             the fixed ones (main, signal, database clients). Each costs its stack and \
+             allocator state in memory.",
+        );
+        let _ = writeln!(w, "process_threads {threads}");
+    }
 }
 
 #[cfg(test)]

@@ -12,9 +12,12 @@
 pub mod accept;
 pub mod actors;
 pub mod app;
+pub mod args;
+pub mod config;
 pub mod delay;
 pub mod endpoint;
 pub mod error;
+pub mod exposition;
 mod handlers;
 pub mod lean;
 pub mod metrics;
@@ -22,6 +25,7 @@ pub mod model;
 pub mod observe;
 pub mod request_threads;
 pub mod runtime;
+pub mod state;
 pub mod timer;
 
 use std::future::Future;
@@ -39,84 +43,15 @@ use tokio::net::TcpListener;
 use accept::Admission;
 pub use actors::{ActorLimits, ActorSystem};
 pub use app::{App, AppState, app};
+pub use config::{HEADER_TIMEOUT, ServeConfig, available_cores, model_info};
 pub use endpoint::Endpoint;
 use metrics::Metrics;
-pub use model::Model;
+pub use model::{LISTEN_BACKLOG, Model};
 use request_threads::RequestThreads;
 use runtime::{RuntimeProbe, build_runtime};
 use timer::ConnectionTimer;
 
-use crate::graph::{DbSettings, DbUrl, GraphBackend};
-
-/// Everything `serve` needs to know, validated.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    /// Content nodes in the dataset: valid ids are 1..=nodes.
-    pub nodes: u64,
-    /// Which database.
-    pub db: DbUrl,
-    /// Simulated network round trip added to every read (embedded backend).
-    pub db_latency: Duration,
-    /// Client settings of a networked database (pool sizes, timeouts).
-    pub db_settings: DbSettings,
-    /// Worker threads of the HTTP runtime.
-    pub workers: usize,
-    /// Worker threads of the actor dispatcher.
-    pub actor_threads: usize,
-    /// How long callers wait for actors.
-    pub limits: ActorLimits,
-    /// How long shutdown waits for in-flight requests before giving up on them.
-    pub shutdown_grace: Duration,
-    /// How connections are held and where handlers run.
-    pub model: Model,
-    /// OS threads of the `pool` model.
-    pub threads: usize,
-    /// Connections open at most (`None`: no limit).
-    pub max_connections: Option<usize>,
-    /// The listen backlog: connections the kernel queues before `accept`.
-    pub accept_count: u32,
-    /// How long a client may take to send a request head. Under hyper (all
-    /// models but lean) the wait for the next request on an idle keep-alive
-    /// connection counts too, and the connection is closed; lean answers a
-    /// started head with 408 and lets idle connections be.
-    pub header_timeout: Duration,
-}
-
-impl Default for ServeConfig {
-    fn default() -> Self {
-        ServeConfig {
-            nodes: 10_000,
-            db: DbUrl::Embedded,
-            db_latency: Duration::ZERO,
-            db_settings: DbSettings::default(),
-            workers: available_cores(),
-            actor_threads: actors::POOL_SIZE,
-            limits: ActorLimits::default(),
-            shutdown_grace: Duration::from_secs(10),
-            model: Model::Reactive,
-            threads: model::DEFAULT_POOL_THREADS,
-            max_connections: None,
-            accept_count: LISTEN_BACKLOG,
-            header_timeout: HEADER_TIMEOUT,
-        }
-    }
-}
-
-/// The cores this process may run on (honours CPU affinity and cgroup quotas).
-pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Pending connections the kernel may queue before the server accepts them,
-/// unless `--accept-count` says otherwise. With the default of 128, a client
-/// opening 200 connections at once (ab, the bench) sees some SYNs dropped and
-/// retried a second later — a 1 s "max response time" that is the listen
-/// queue, not the server. Linux caps it at `net.core.somaxconn`.
-pub const LISTEN_BACKLOG: u32 = 4096;
-
-/// How long a client may take to send a request head, unless
-/// `--header-timeout` says otherwise (hyper's default, nginx's is 60 s).
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::graph::{DbUrl, GraphBackend};
 
 /// Binds a listening socket on `addr` with a listen backlog of `backlog`.
 pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
@@ -154,21 +89,6 @@ pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphB
     Ok(backend)
 }
 
-/// The labels of `blocklab_info` every model shares: the model and its limits.
-pub fn model_info(config: &ServeConfig) -> Vec<(&'static str, String)> {
-    let mut info = vec![
-        ("version", env!("CARGO_PKG_VERSION").to_string()),
-        ("model", config.model.to_string()),
-        ("workers", config.workers.to_string()),
-        ("max_connections", config.max_connections.map_or("unlimited".to_string(), |n| n.to_string())),
-        ("accept_count", config.accept_count.to_string()),
-    ];
-    if config.model == Model::Pool {
-        info.push(("threads", config.threads.to_string()));
-    }
-    info
-}
-
 /// Builds the handlers' state over `backend`: starts the actor system (model
 /// reactive) or the request threads (models pool and thread).
 pub async fn build_state(
@@ -201,7 +121,7 @@ pub async fn build_state(
         Model::Thread => threads = Some(Arc::new(RequestThreads::per_request(metrics.clone()))),
     }
     info.extend(backend.settings());
-    Ok(AppState::new(app::Parts {
+    Ok(AppState::new(state::Parts {
         backend,
         nodes: config.nodes,
         model: config.model,

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-use super::metrics::help;
+use super::exposition::help;
 
 /// Reads the figures of one tokio runtime.
 #[derive(Clone)]

@@ -273,7 +273,7 @@ impl Listening {
     /// The process's OS threads now, from /proc.
     pub fn threads(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        blocklab::server::metrics::status_field(&status, "Threads:").unwrap()
+        blocklab::proc::threads_in_status(&status).unwrap()
     }
 
     /// Sends SIGTERM.
@@ -327,7 +327,7 @@ impl ThreadSampler {
         let thread = std::thread::spawn(move || {
             while !s.load(Relaxed) {
                 if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                    && let Some(n) = blocklab::server::metrics::status_field(&status, "Threads:")
+                    && let Some(n) = blocklab::proc::threads_in_status(&status)
                 {
                     p.fetch_max(n, Relaxed);
                 }

@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use crate::experiment::results::{BenchResults, TestRecord};
+use super::results::{BenchResults, TestRecord};
 
 pub use crate::harness::render::Chart;
 
@@ -24,7 +24,7 @@ fn label(t: &TestRecord) -> String {
 pub fn all(results: &BenchResults) -> Vec<Chart> {
     let tests: Vec<&TestRecord> = results.tests.iter().filter(|t| t.best().is_some()).collect();
     let names: Vec<String> = tests.iter().map(|t| label(t)).collect();
-    let best = |f: fn(&crate::experiment::results::RunRecord) -> f64| -> Vec<Option<f64>> {
+    let best = |f: fn(&super::results::RunRecord) -> f64| -> Vec<Option<f64>> {
         tests.iter().map(|t| t.best().map(f)).collect()
     };
     let mut charts = Vec::new();

@@ -1,14 +1,13 @@
 //! The sweep's outputs: `results.md` (the seed's variables per target and
 //! level, and where each target stopped coping), `results.json`,
-//! `results.csv`, and the one-line progress of each step.
+//! `results.csv`, and the one-line progress of each step. (`report.html` is
+//! [`super::html`]'s; [`super::write_all`] writes them all.)
 
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
+use super::reading::{self, failures, head, verdict};
+use super::results::{Death, Step, StepStatus, SweepResults};
 use super::step::Outcome;
-use super::{Death, Step, StepStatus, SweepResults, TargetResult};
 
 /// One line for stderr after a step.
 pub fn progress_line(target: &str, step: &Step, died: Option<&Death>) -> String {
@@ -22,7 +21,7 @@ pub fn progress_line(target: &str, step: &Step, died: Option<&Death>) -> String 
         step.peak_threads.map_or("-".to_string(), |t| t.to_string())
     );
     if let Some(death) = died {
-        let _ = write!(line, "; DOWN: {} ({})", death.how.words(), first_line(&death.detail));
+        let _ = write!(line, "; DOWN: {} ({})", death.how.words(), head(&death.detail));
     }
     line
 }
@@ -33,24 +32,6 @@ fn ms(v: Option<f64>) -> String {
 
 fn mib(v: Option<u64>) -> String {
     v.map_or("-".to_string(), |b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64))
-}
-
-fn first_line(text: &str) -> &str {
-    let line = text.lines().next().unwrap_or("");
-    &line[..line.len().min(160)]
-}
-
-/// Where a target stopped coping, in words.
-pub fn verdict(target: &TargetResult) -> String {
-    let held = match target.highest_full_success {
-        Some(level) => format!("100 % up to {level}"),
-        None => "never 100 %".to_string(),
-    };
-    match &target.died {
-        Some(d) if d.level == 0 => format!("{}: {}", d.how.words(), first_line(&d.detail)),
-        Some(d) => format!("{held}; {} at {}", d.how.words(), d.level),
-        None => format!("{held}; alive to the end"),
-    }
 }
 
 /// `results.md`.
@@ -76,7 +57,7 @@ pub fn markdown(results: &SweepResults) -> String {
         let _ = writeln!(md, "**Interrupted:** partial results.\n");
     }
     let _ = writeln!(md, "## Reading\n");
-    for sentence in super::html::reading(results) {
+    for sentence in reading::reading(results) {
         let _ = writeln!(md, "- {sentence}");
     }
     let _ = writeln!(md, "\n## Where each target stopped coping\n");
@@ -126,82 +107,53 @@ pub fn markdown(results: &SweepResults) -> String {
     md
 }
 
-/// The non-ok outcomes of a step, e.g. "timeout 12, refused 3".
-pub fn failures(step: &Step) -> String {
-    let Some(load) = &step.load else { return "-".to_string() };
-    let parts: Vec<String> = Outcome::ALL
-        .into_iter()
-        .filter(|o| *o != Outcome::Ok && load.count(*o) > 0)
-        .map(|o| format!("{} {}", o.name(), load.count(o)))
-        .collect();
-    if parts.is_empty() { "0".to_string() } else { parts.join(", ") }
-}
-
-/// `results.csv`: one row per target and level.
-pub fn csv(results: &SweepResults) -> String {
-    let mut out = String::from(
-        "target,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,peak_memory_bytes,cgroup_peak_bytes,peak_threads,alive_after",
-    );
-    for o in Outcome::ALL {
-        let _ = write!(out, ",{}", o.name());
-    }
+/// `results.csv`: one row per target and level, written by the `csv` crate.
+/// A column per outcome follows the fixed ones, so rows are records of
+/// strings rather than one serde struct (the `csv` crate takes no flattened maps).
+pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> =
+        "target,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,\
+                                   peak_memory_bytes,cgroup_peak_bytes,peak_threads,alive_after"
+            .split(',')
+            .map(String::from)
+            .collect();
+    header.extend(Outcome::ALL.into_iter().map(|o| o.name().to_string()));
     // The run's warnings (no cap, shared CPUs) travel with every row.
-    out.push_str(",warnings\n");
-    let warnings = csv_field(&results.warnings.join("; "));
+    header.push("warnings".to_string());
+    out.write_record(&header)?;
+    let warnings = results.warnings.join("; ");
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
+    let int = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
     for t in &results.targets {
         for s in &t.steps {
             let status = serde_json::to_value(s.status)
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default();
-            let _ = write!(
-                out,
-                "{},{},{status},{},{},{},{},{},{},{},{},{},{}",
-                csv_field(&t.name),
-                s.level,
+            let mut row = vec![
+                t.name.clone(),
+                s.level.to_string(),
+                status,
                 opt(s.success_rate),
                 opt(s.min_ms),
                 opt(s.p50_ms),
                 opt(s.p99_ms),
                 opt(s.max_ms),
                 opt(s.load.as_ref().map(|l| l.connect_max_ms)),
-                s.peak_memory_bytes.map_or(String::new(), |v| v.to_string()),
-                s.cgroup_peak_bytes.map_or(String::new(), |v| v.to_string()),
-                s.peak_threads.map_or(String::new(), |v| v.to_string()),
+                int(s.peak_memory_bytes),
+                int(s.cgroup_peak_bytes),
+                int(s.peak_threads),
                 s.alive_after.map_or(String::new(), |v| v.to_string()),
+            ];
+            row.extend(
+                Outcome::ALL
+                    .into_iter()
+                    .map(|o| s.load.as_ref().map_or(String::new(), |l| l.count(o).to_string())),
             );
-            for o in Outcome::ALL {
-                let _ = write!(out, ",{}", s.load.as_ref().map_or(String::new(), |l| l.count(o).to_string()));
-            }
-            let _ = writeln!(out, ",{warnings}");
+            row.push(warnings.clone());
+            out.write_record(&row)?;
         }
     }
-    out
-}
-
-fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n', ';']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() }
-}
-
-/// Writes `results.md`, `results.json`, `results.csv`, the charts and
-/// `report.html` into `dir`.
-pub fn write_all(results: &SweepResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir.join("charts"))?;
-    let reading = super::html::reading(results);
-    let charts = super::charts::all(results);
-    let mut files = vec![
-        ("results.md".to_string(), markdown(results)),
-        ("results.json".to_string(), serde_json::to_string_pretty(results)? + "\n"),
-        ("results.csv".to_string(), csv(results)),
-        ("report.html".to_string(), super::html::page(results, &reading, &charts)),
-    ];
-    files.extend(charts.into_iter().map(|c| (format!("charts/{}", c.file), c.svg)));
-    let mut written = Vec::new();
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        written.push(path);
-    }
-    Ok(written)
+    Ok(String::from_utf8(out.into_inner()?)?)
 }

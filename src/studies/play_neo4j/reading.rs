@@ -2,8 +2,8 @@
 //! runtime figure that explains each result. Every sentence is computed from
 //! the recorded figures; where a figure is missing the sentence is left out.
 
-use crate::experiment::results::{BenchResults, RunRecord, RunStatus, TestRecord};
-use crate::report::tables::{ms, pct, rps};
+use super::results::{BenchResults, RunRecord, RunStatus, TestRecord};
+use super::tables::{ms, pct, rps};
 use crate::server::Endpoint;
 
 fn best(results: &BenchResults, endpoint: Endpoint) -> Option<(&TestRecord, &RunRecord)> {

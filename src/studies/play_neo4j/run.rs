@@ -1,4 +1,4 @@
-//! `blocklab bench`: the seed study reproduced end to end.
+//! How study 1 runs: the seed study reproduced end to end.
 //!
 //! For each API (Test ID) a **fresh server process** is started — pinned to
 //! its CPUs, ready when it prints `listening on` — and loaded `--runs` times
@@ -8,16 +8,12 @@
 //! explain the numbers (worker busy ratio, blocking threads, mailboxes,
 //! server-side latency); its CPU time and peak RSS come from /proc.
 //!
-//! * [`results`] — the records, the seed's table, normalization.
-//!
 //! What it needs from the machine (CPU placement, the server child, `/metrics`
 //! scrapes, the conditions) is the [`crate::harness`]'s, shared with study 2.
 //!
 //! A server that fails to start or dies mid-run fails that Test ID (with the
 //! reason and its stderr tail); the others still run. An interrupt stops the
 //! children and the partial results are still written.
-
-pub mod results;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -27,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::results::{BenchResults, Conditions, Parameters, RunRecord, RunStatus, TestId, TestRecord};
 use crate::graph::DbUrl;
 use crate::harness::conditions;
 use crate::harness::placement::{self, Placement};
@@ -34,7 +31,6 @@ use crate::harness::scrape::{Scrape, ServerFigures};
 use crate::harness::target::ServerProcess;
 use crate::load::report::LoadReport;
 use crate::server::Endpoint;
-use results::{BenchResults, Conditions, Parameters, RunRecord, RunStatus, TestId, TestRecord};
 
 /// How often the server is scraped while the load runs.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
@@ -156,11 +152,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             Err(reason) => {
                 record.status = RunStatus::Failed;
                 record.failure = Some(format!("server failed to start: {reason}"));
-                bar.println(format!(
-                    "Test ID {test_id} {}: {}",
-                    api.path(),
-                    record.failure.as_deref().unwrap_or("")
-                ));
+                say(
+                    plan,
+                    &bar,
+                    format!("Test ID {test_id} {}: {}", api.path(), record.failure.as_deref().unwrap_or("")),
+                );
             }
             Ok(mut server) => {
                 for run_id in 1..=plan.runs {
@@ -168,6 +164,24 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                     let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
                     match run_once(plan, *api, run_id, &mut server, &bar, done, interrupt) {
                         Ok((run, scrape_info)) => {
+                            if !plan.progress {
+                                say(
+                                    plan,
+                                    &bar,
+                                    format!(
+                                        "Test ID {test_id} {} run {run_id}/{}: {:.0} req/s, mean {:.1} ms, p99 {:.1} ms, \
+                                     max {:.0} ms, {} errors, {} non-2xx",
+                                        api.path(),
+                                        plan.runs,
+                                        run.rps,
+                                        run.mean_ms,
+                                        run.p99_ms,
+                                        run.max_ms,
+                                        run.error_total,
+                                        run.non_2xx
+                                    ),
+                                );
+                            }
                             if info.is_empty() {
                                 info = scrape_info;
                             }
@@ -181,10 +195,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                         Err(RunError::Failed(reason)) => {
                             record.status = RunStatus::Failed;
                             record.failure = Some(format!("run {run_id}: {reason}"));
-                            bar.println(format!(
-                                "Test ID {test_id} {} run {run_id} failed: {reason}",
-                                api.path()
-                            ));
+                            say(
+                                plan,
+                                &bar,
+                                format!("Test ID {test_id} {} run {run_id} failed: {reason}", api.path()),
+                            );
                             break;
                         }
                     }
@@ -224,11 +239,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         versions: conditions::versions(),
         database: describe_db(plan),
     };
-    let seed = results::seed_table();
+    let seed = super::results::seed_table();
     let normalized = BenchResults::normalize(&tests, &seed);
     Ok(BenchResults {
         schema: "blocklab/bench-results".to_string(),
-        schema_version: results::SCHEMA_VERSION,
+        schema_version: super::results::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
         finished_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
@@ -239,6 +254,17 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         seed,
         normalized,
     })
+}
+
+/// A line for the reader: above the progress bar on a terminal; else a plain
+/// line on stderr (indicatif draws nothing off a terminal, so a log or CI
+/// gets a line per finished run instead of silence).
+fn say(plan: &BenchPlan, bar: &ProgressBar, line: String) {
+    if plan.progress {
+        bar.println(line);
+    } else {
+        eprintln!("bench: {line}");
+    }
 }
 
 fn describe_db(plan: &BenchPlan) -> String {

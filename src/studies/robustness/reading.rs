@@ -1,17 +1,16 @@
-//! `report.html` of a sweep, and the reading computed from its data: who
-//! died where and why, who degraded and how, who held and at what memory
-//! per request. One self-contained page (styles and charts inlined).
+//! The reading of a sweep, computed from its data: who died where and why,
+//! who degraded and how, who held and at what memory per request; and the
+//! words every output shares (a target's verdict, a step's failures).
 
-use super::report::verdict;
-use super::{DeathKind, StepStatus, SweepResults, TargetResult};
-use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
+use super::results::{DeathKind, Step, StepStatus, SweepResults, TargetResult};
+use super::step::Outcome;
 
 /// Sentences that explain the sweep, one or two per target.
 pub fn reading(results: &SweepResults) -> Vec<String> {
     let delay_s = results.delay_ms as f64 / 1e3;
     let mut out = Vec::new();
     for t in &results.targets {
-        let run: Vec<&super::Step> = t.steps.iter().filter(|s| s.status == StepStatus::Run).collect();
+        let run: Vec<&Step> = t.steps.iter().filter(|s| s.status == StepStatus::Run).collect();
         let cap = t.cap_bytes.map_or("uncapped".to_string(), |b| format!("under a {} MiB cap", b >> 20));
         if let Some(d) = &t.died {
             let sentence = match d.how {
@@ -58,7 +57,7 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
                 last_full.level,
                 worse.success_rate.unwrap_or(0.0) * 100.0,
                 worse.level,
-                super::report::failures(worse)
+                failures(worse)
             ));
         }
         let max_s = last_full.max_ms.unwrap_or(0.0) / 1e3;
@@ -93,7 +92,7 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
 /// Memory per concurrent request: the slope of peak memory between the
 /// lowest and the highest level run while alive.
 fn per_request(t: &TargetResult) -> Option<f64> {
-    let alive: Vec<&super::Step> =
+    let alive: Vec<&Step> =
         t.steps.iter().filter(|s| s.alive_after == Some(true) && s.peak_memory_bytes.is_some()).collect();
     let (first, last) = (alive.first()?, alive.last()?);
     if last.level <= first.level {
@@ -107,100 +106,32 @@ fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or("").chars().take(160).collect()
 }
 
-/// The whole page.
-pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> String {
-    let mut body = String::new();
-    body += "<h1>blocklab sweep — study 2: slow requests, a memory cap, and who survives</h1>";
-    body += &format!(
-        "<p class=\"sub\">Each level N: N connections opened, then one <code>GET /delay?ms={}</code> on each at once; \
-         timeout {} s. Levels {:?}.</p>",
-        results.delay_ms,
-        results.timeout_ms / 1000,
-        results.levels
-    );
-    for w in &results.warnings {
-        body += &format!("<p class=\"warn\">{}</p>", escape(w));
-    }
-    if results.interrupted {
-        body += "<p class=\"fail\">This run was interrupted: the results below are partial.</p>";
-    }
-    body += "<h2>Reading</h2><ul class=\"reading\">";
-    for s in reading {
-        body += &format!("<li>{}</li>", escape(s));
-    }
-    body += "</ul><h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
-             <th>verdict</th></tr></thead><tbody>";
-    for t in &results.targets {
-        body += &format!(
-            "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
-            escape(&t.name),
-            escape(&t.cap),
-            escape(&verdict(t))
-        );
-    }
-    body += "</tbody></table><h2>Charts</h2>";
-    for chart in charts {
-        body += &format!(
-            "<div class=\"chart\" title=\"{}\">{}</div>",
-            escape(&chart.title),
-            strip_xml_decl(&chart.svg)
-        );
-    }
-    body += "<h2>Per level</h2>";
-    body += &markdown_table_to_html(&super::report::markdown(results));
-    body += "<h2>Conditions</h2><dl>";
-    let conditions = [
-        ("targets' CPUs", crate::harness::placement::list(&results.placement.server_cpus)),
-        ("load's CPUs", crate::harness::placement::list(&results.placement.load_cpus)),
-        ("JVM options", results.jvm_opts.clone()),
-        ("Rust targets' allocator", results.allocator.clone()),
-        (
-            "machine",
-            format!(
-                "{}, {} CPUs online, {} GiB, kernel {}",
-                results.machine.cpu_model,
-                results.machine.cpus_online,
-                results.machine.memory_gib,
-                results.machine.kernel
-            ),
-        ),
-        ("versions", results.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")),
-        ("started", results.started.clone()),
-        ("wall time", format!("{:.0} s", results.wall_s)),
-    ];
-    for (k, v) in conditions {
-        body += &format!("<dt>{}</dt><dd>{}</dd>", escape(k), escape(&v));
-    }
-    for t in &results.targets {
-        body += &format!(
-            "<dt>{}</dt><dd>{} — cap: {}</dd>",
-            escape(&t.name),
-            escape(t.command.as_deref().unwrap_or("a running service (--url)")),
-            escape(&t.cap)
-        );
-    }
-    body += "</dl>";
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blocklab sweep {}</title>\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head>\
-         <body>{body}</body></html>\n",
-        escape(&results.started)
-    )
+/// The first line of `text`, at most 160 bytes.
+pub fn head(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("");
+    &line[..line.len().min(160)]
 }
 
-/// The per-level table of `results.md`, as HTML.
-fn markdown_table_to_html(md: &str) -> String {
-    let section = md.split("## Per level").nth(1).unwrap_or("");
-    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")).collect();
-    let mut out = String::from("<table>");
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
-        let tag = if i == 0 { "th" } else { "td" };
-        out += "<tr>";
-        for cell in cells {
-            out += &format!("<{tag}>{}</{tag}>", escape(cell));
-        }
-        out += "</tr>";
+/// Where a target stopped coping, in words.
+pub fn verdict(target: &TargetResult) -> String {
+    let held = match target.highest_full_success {
+        Some(level) => format!("100 % up to {level}"),
+        None => "never 100 %".to_string(),
+    };
+    match &target.died {
+        Some(d) if d.level == 0 => format!("{}: {}", d.how.words(), head(&d.detail)),
+        Some(d) => format!("{held}; {} at {}", d.how.words(), d.level),
+        None => format!("{held}; alive to the end"),
     }
-    out + "</table>"
+}
+
+/// The non-ok outcomes of a step, e.g. "timeout 12, refused 3".
+pub fn failures(step: &Step) -> String {
+    let Some(load) = &step.load else { return "-".to_string() };
+    let parts: Vec<String> = Outcome::ALL
+        .into_iter()
+        .filter(|o| *o != Outcome::Ok && load.count(*o) > 0)
+        .map(|o| format!("{} {}", o.name(), load.count(o)))
+        .collect();
+    if parts.is_empty() { "0".to_string() } else { parts.join(", ") }
 }

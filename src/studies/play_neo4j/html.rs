@@ -2,8 +2,8 @@
 //! external requests) with the reading, the tables, the charts and the
 //! conditions of the run.
 
+use super::results::BenchResults;
 use super::tables::{self, Table};
-use crate::experiment::results::BenchResults;
 use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
 
 fn table(t: &Table) -> String {

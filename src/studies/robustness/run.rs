@@ -1,14 +1,9 @@
-//! `blocklab sweep`: study 2, the robustness study. Each target (a server
-//! model, a JVM peer, or any URL) gets a fresh process in a memory-capped
-//! cgroup of its own, pinned apart from the load; the number of concurrent
-//! slow requests is stepped up; after each step the target is checked for
-//! life (process, OOM kills, `/test`), and a target that died is recorded
-//! with how and where, its remaining levels not run.
-
-pub mod charts;
-pub mod html;
-pub mod report;
-pub mod step;
+//! How study 2 runs: each target (a server model, a server peer, or any URL)
+//! gets a fresh process in a memory-capped cgroup of its own, pinned apart
+//! from the load; the number of concurrent slow requests is stepped up; after
+//! each step the target is checked for life (process, OOM kills, `/test`),
+//! and a target that died is recorded with how and where, its remaining
+//! levels not run.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,251 +11,14 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use super::plan::{JVM_OPTS, SweepPlan};
+use super::report;
+use super::results::{Death, DeathKind, Step, StepStatus, SweepResults, TargetResult};
+use super::step;
+use super::target::Target;
 use crate::harness::cgroup::MemoryCgroup;
-use crate::harness::placement::{self, Placement};
+use crate::harness::placement;
 use crate::harness::target::ServerProcess;
-use crate::server::Model;
-use step::StepLoad;
-
-/// The seed's levels of concurrency, and blocklab's beyond them.
-pub const DEFAULT_LEVELS: [usize; 10] = [100, 200, 400, 600, 700, 800, 1000, 2000, 5000, 10_000];
-/// `--quick`: three levels.
-pub const QUICK_LEVELS: [usize; 3] = [100, 400, 800];
-/// The JVM peers' options, the seed's heap.
-pub const JVM_OPTS: &str = "-Xms25M -Xmx50M";
-
-/// What is swept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// `blocklab serve --model M`.
-    Model(Model),
-    /// The embedded Tomcat peer (`scripts/peers run tomcat`).
-    Tomcat,
-    /// The Netty peer (`scripts/peers run netty`).
-    Netty,
-    /// A running service, not managed: no cap, death seen by the probe only.
-    Url {
-        /// The URL as given.
-        url: String,
-        /// Where it listens.
-        addr: SocketAddr,
-        /// Its `Host` header.
-        host: String,
-        /// Path and query of each request.
-        path: String,
-    },
-}
-
-impl Target {
-    /// Its name in the outputs.
-    pub fn name(&self) -> String {
-        match self {
-            Target::Model(m) => m.to_string(),
-            Target::Tomcat => "tomcat".to_string(),
-            Target::Netty => "netty".to_string(),
-            Target::Url { url, .. } => url.clone(),
-        }
-    }
-
-    /// Parses a `--targets` entry.
-    pub fn parse(name: &str) -> Result<Target, String> {
-        match name.trim() {
-            "tomcat" => Ok(Target::Tomcat),
-            "netty" => Ok(Target::Netty),
-            other => Model::ALL.into_iter().find(|m| m.name() == other).map(Target::Model).ok_or_else(|| {
-                format!("unknown target '{other}' (reactive, lean, pool, thread, tomcat, netty)")
-            }),
-        }
-    }
-
-    fn is_jvm(&self) -> bool {
-        matches!(self, Target::Tomcat | Target::Netty)
-    }
-}
-
-/// Every target by default.
-pub fn default_targets() -> Vec<Target> {
-    let mut targets: Vec<Target> = Model::ALL.into_iter().map(Target::Model).collect();
-    targets.extend([Target::Tomcat, Target::Netty]);
-    targets
-}
-
-/// A validated sweep.
-#[derive(Debug, Clone)]
-pub struct SweepPlan {
-    /// What is swept, in order.
-    pub targets: Vec<Target>,
-    /// Concurrent requests per step, ascending.
-    pub levels: Vec<usize>,
-    /// The `/delay` each request asks for.
-    pub delay: Duration,
-    /// Cap of a Rust target's whole process, in bytes.
-    pub memory: u64,
-    /// Cap of a JVM peer's whole process (`None`: only the heap is capped, as the seed).
-    pub jvm_memory: Option<u64>,
-    /// Limit for one request, connect included.
-    pub timeout: Duration,
-    /// Output folder.
-    pub out: PathBuf,
-    /// The `blocklab` binary the Rust targets run.
-    pub exe: PathBuf,
-    /// The `scripts/peers` script the JVM targets run.
-    pub peers: PathBuf,
-    /// CPUs of the targets and of the load.
-    pub placement: Placement,
-    /// False: run uncapped without trying cgroups (`--no-cgroup`).
-    pub use_cgroups: bool,
-}
-
-/// How a target stopped answering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeathKind {
-    /// The kernel's OOM killer killed it (its cgroup counted the kill).
-    OomKilled,
-    /// It exited by itself (or by a signal other than an OOM kill).
-    Exited,
-    /// Alive, but `/test` did not answer within 2 s.
-    Unresponsive,
-    /// It never started.
-    DidNotStart,
-}
-
-impl DeathKind {
-    /// Words for the reports.
-    pub fn words(self) -> &'static str {
-        match self {
-            DeathKind::OomKilled => "OOM-killed",
-            DeathKind::Exited => "exited",
-            DeathKind::Unresponsive => "alive but no longer answering",
-            DeathKind::DidNotStart => "did not start",
-        }
-    }
-}
-
-/// Where and how a target died.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Death {
-    /// The level during or after which it died (0: at start).
-    pub level: usize,
-    /// How.
-    pub how: DeathKind,
-    /// The detail: exit status, stderr tail, probe error.
-    pub detail: String,
-}
-
-/// Whether a step ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    /// It ran.
-    Run,
-    /// Not run: the target was down.
-    NotRunDown,
-    /// Not run: the sweep was interrupted.
-    NotRunInterrupted,
-}
-
-/// One level of one target.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Step {
-    /// Concurrent requests.
-    pub level: usize,
-    /// Whether it ran.
-    pub status: StepStatus,
-    /// What the load side saw (when run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub load: Option<StepLoad>,
-    /// 2xx within the timeout, over the level.
-    pub success_rate: Option<f64>,
-    /// Response times of the 2xx answers, ms.
-    pub min_ms: Option<f64>,
-    /// Median.
-    pub p50_ms: Option<f64>,
-    /// 99th percentile.
-    pub p99_ms: Option<f64>,
-    /// Slowest.
-    pub max_ms: Option<f64>,
-    /// The target's peak charged memory during the step, page cache excluded, bytes (sampled every 50 ms).
-    pub peak_memory_bytes: Option<u64>,
-    /// The cgroup's own peak (page cache included), bytes.
-    pub cgroup_peak_bytes: Option<u64>,
-    /// The target's peak OS threads during the step (sampled every 50 ms).
-    pub peak_threads: Option<u64>,
-    /// Whether the target was alive and answering after the step.
-    pub alive_after: Option<bool>,
-}
-
-impl Step {
-    fn not_run(level: usize, status: StepStatus) -> Step {
-        Step {
-            level,
-            status,
-            load: None,
-            success_rate: None,
-            min_ms: None,
-            p50_ms: None,
-            p99_ms: None,
-            max_ms: None,
-            peak_memory_bytes: None,
-            cgroup_peak_bytes: None,
-            peak_threads: None,
-            alive_after: None,
-        }
-    }
-}
-
-/// One target's sweep.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TargetResult {
-    /// Its name.
-    pub name: String,
-    /// The command that started it (none for `--url`).
-    pub command: Option<String>,
-    /// The memory cap applied, bytes (`None`: uncapped).
-    pub cap_bytes: Option<u64>,
-    /// How the cap was applied, or why not.
-    pub cap: String,
-    /// Its steps, one per level.
-    pub steps: Vec<Step>,
-    /// Where and how it died, if it did.
-    pub died: Option<Death>,
-    /// The highest level answered 100 % within the timeout.
-    pub highest_full_success: Option<usize>,
-}
-
-/// The whole sweep.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct SweepResults {
-    /// The format of this document.
-    pub schema: &'static str,
-    /// When it started (RFC 3339).
-    pub started: String,
-    /// Wall time, seconds.
-    pub wall_s: f64,
-    /// Stopped by SIGINT/SIGTERM before the end.
-    pub interrupted: bool,
-    /// The `/delay` of every request, ms.
-    pub delay_ms: u64,
-    /// The per-request limit, ms.
-    pub timeout_ms: u64,
-    /// The levels.
-    pub levels: Vec<usize>,
-    /// CPUs of the targets and of the load.
-    pub placement: Placement,
-    /// The JVM peers' options.
-    pub jvm_opts: String,
-    /// The Rust targets' allocator and its settings.
-    pub allocator: String,
-    /// Things the reader must know (no cap, shared CPUs, peers not built).
-    pub warnings: Vec<String>,
-    /// The machine.
-    pub machine: crate::harness::conditions::Machine,
-    /// blocklab's, rustc's and the key crates' versions, and Java's when a JVM peer ran.
-    pub versions: std::collections::BTreeMap<String, String>,
-    /// Per target.
-    pub targets: Vec<TargetResult>,
-}
 
 /// Runs the sweep; `interrupt` set (SIGINT) stops it between and within steps.
 pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResults> {
@@ -295,21 +53,24 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         versions: crate::harness::conditions::versions(),
         targets: Vec::new(),
     };
-    if plan.targets.iter().any(Target::is_jvm)
-        && let Ok(out) = Command::new("java").arg("-version").output()
-    {
-        let text = String::from_utf8_lossy(&out.stderr);
-        results.versions.insert("java".to_string(), text.lines().next().unwrap_or("").to_string());
-    }
     for target in &plan.targets {
-        if target.is_jvm() && !peer_built(plan, target) {
-            let w = format!(
-                "{} is not built: run scripts/peers install && scripts/peers build; the other targets run",
-                target.name()
-            );
-            eprintln!("blocklab: warning: {w}");
-            results.warnings.push(w);
-            continue;
+        if let Target::Peer { name, .. } = target {
+            if !plan.peers.is_built(name) {
+                let w = skipped_peer(plan, name);
+                eprintln!("blocklab: warning: {w}");
+                results.warnings.push(w);
+                continue;
+            }
+            if let Some(peer) = plan.peers.get(name) {
+                results.versions.insert(name.clone(), peer.versions.clone());
+            }
+            if target.is_jvm()
+                && !results.versions.contains_key("java")
+                && let Ok(out) = Command::new("java").arg("-version").output()
+            {
+                let text = String::from_utf8_lossy(&out.stderr);
+                results.versions.insert("java".to_string(), text.lines().next().unwrap_or("").to_string());
+            }
         }
         let result = sweep_target(plan, target, &runtime, interrupt);
         results.targets.push(result);
@@ -323,13 +84,19 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
     Ok(results)
 }
 
-fn peer_built(plan: &SweepPlan, target: &Target) -> bool {
-    Command::new(&plan.peers)
-        .args(["check", &target.name()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// Why the peer `name` is skipped, and the one command that would add it.
+fn skipped_peer(plan: &SweepPlan, name: &str) -> String {
+    let missing = plan.peers.get(name).map(crate::harness::peers::Peer::missing).unwrap_or_default();
+    let script = "scripts/peers";
+    if missing.is_empty() {
+        format!("{name} is not built: run {script} build {name}; the other targets run")
+    } else {
+        format!(
+            "{name} is not built and needs {} (not on PATH): run {script} install && {script} build {name}; \
+             the other targets run",
+            missing.join(", ")
+        )
+    }
 }
 
 /// The command that starts `target`, pinned to the targets' CPUs.
@@ -341,8 +108,9 @@ fn command_for(plan: &SweepPlan, target: &Target) -> Command {
             command.arg(&plan.exe).args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model"]);
             command.arg(model.name());
         }
-        Target::Tomcat | Target::Netty => {
-            command.arg(&plan.peers).args(["run", &target.name(), "--listen", "127.0.0.1:0"]);
+        Target::Peer { name, .. } => {
+            let run = plan.peers.run_command(name, "127.0.0.1:0");
+            command.arg(run.get_program()).args(run.get_args());
         }
         Target::Url { .. } => unreachable!("a URL target has no command"),
     }
@@ -551,8 +319,7 @@ fn last_lines(text: &str, n: usize) -> String {
 
 /// The OS threads of process `pid` now.
 fn threads_of(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    crate::server::metrics::status_field(&status, "Threads:")
+    crate::proc::threads(crate::proc::Pid::Of(pid))
 }
 
 /// A command as one line, for the outputs.

@@ -1,7 +1,7 @@
 //! The tables of a bench report, built once as data and rendered as
 //! Markdown (results.md, stdout) or HTML (report.html).
 
-use crate::experiment::results::{BenchResults, RunRecord, RunStatus, TestRecord};
+use super::results::{BenchResults, RunRecord, RunStatus, TestRecord};
 use crate::server::Endpoint;
 
 /// A table: headers and rows of cells.
@@ -242,7 +242,7 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::results::TestId;
+    use crate::studies::play_neo4j::results::TestId;
 
     #[test]
     fn numbers_get_the_precision_their_size_deserves() {

@@ -5,7 +5,7 @@
 
 use plotters::prelude::*;
 
-use super::{StepStatus, SweepResults};
+use super::results::{Step, StepStatus, SweepResults};
 use crate::harness::render::Chart;
 
 const COLORS: [RGBColor; 6] = [
@@ -18,7 +18,7 @@ const COLORS: [RGBColor; 6] = [
 ];
 
 /// A chart's file, title, y axis and the figure of a step it draws.
-type ChartSpec = (&'static str, &'static str, &'static str, fn(&super::Step) -> Option<f64>);
+type ChartSpec = (&'static str, &'static str, &'static str, fn(&Step) -> Option<f64>);
 
 /// Every chart of the sweep.
 pub fn all(results: &SweepResults) -> Vec<Chart> {

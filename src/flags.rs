@@ -1,0 +1,122 @@
+//! Flag parsers and flag groups that several subcommands share: durations,
+//! sizes, addresses, database URLs, and the database client settings.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use clap::{Args, FromArgMatches, Parser};
+
+use crate::graph::{DbSettings, DbUrl};
+
+/// Parses `10ms`, `1s`, `500us`, `2m`, or a bare `0`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{e} (expected e.g. 500us, 10ms, 1s)"))
+}
+
+/// As [`parse_duration`], but zero is refused.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than zero".to_string()),
+        d => Ok(d),
+    }
+}
+
+/// Parses `--db`.
+pub fn parse_db(s: &str) -> Result<DbUrl, String> {
+    s.parse()
+}
+
+/// Parses `HOST:PORT`, resolving a name.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = s.parse() {
+        return Ok(addr);
+    }
+    let mut addrs = s.to_socket_addrs().map_err(|e| format!("not an address (HOST:PORT): {e}"))?;
+    addrs.next().ok_or_else(|| "the name resolves to no address".to_string())
+}
+
+/// Parses `50MiB`, `512KiB`, `1GiB`, `50MB` (10^6), or a number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number.parse().map_err(|_| format!("'{s}' is not a size (e.g. 50MiB)"))?;
+    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        other => return Err(format!("unknown unit '{other}' in '{s}' (B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    let bytes = number * factor;
+    if bytes < 1024.0 * 1024.0 {
+        return Err(format!("'{s}' is below 1 MiB: no server starts in that"));
+    }
+    Ok(bytes as u64)
+}
+
+/// How the server's database clients connect (networked databases only).
+#[derive(Debug, Args, Clone)]
+pub struct DbClientArgs {
+    /// Connections in the blocking client's pool: at most this many blocking reads at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=255), value_name = "N")]
+    pub db_pool: u16,
+
+    /// Connections of the async client (multiplexed for FalkorDB, pooled for Neo4j).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=255), value_name = "N")]
+    pub db_async_connections: u16,
+
+    /// Limit for one database read; a read that takes longer answers 503.
+    #[arg(long, default_value = "2s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub db_timeout: Duration,
+}
+
+impl DbClientArgs {
+    /// The settings the backends take.
+    pub fn settings(&self) -> DbSettings {
+        DbSettings {
+            pool: usize::from(self.db_pool),
+            async_connections: usize::from(self.db_async_connections),
+            timeout: self.db_timeout,
+            connect_timeout: self.db_timeout.min(Duration::from_millis(500)),
+        }
+    }
+
+    /// The same flags, to pass on to a `blocklab serve` child.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            "--db-pool".to_string(),
+            self.db_pool.to_string(),
+            "--db-async-connections".to_string(),
+            self.db_async_connections.to_string(),
+            "--db-timeout".to_string(),
+            format!("{}ms", self.db_timeout.as_millis()),
+        ]
+    }
+}
+
+/// The flags `blocklab COMMAND --out OUT [--quick]` gives `T`, parsed on
+/// their own: how the main job runs each study with its defaults.
+pub fn parse_alone<T: Args + FromArgMatches>(
+    command: &str,
+    out: &std::path::Path,
+    quick: bool,
+) -> Result<T, String> {
+    /// `T`'s flags, as a command of their own.
+    #[derive(Parser)]
+    struct Alone<T: Args + FromArgMatches> {
+        #[command(flatten)]
+        args: T,
+    }
+    let mut argv: Vec<std::ffi::OsString> = vec![command.into(), "--out".into(), out.as_os_str().to_owned()];
+    if quick {
+        argv.push("--quick".into());
+    }
+    Alone::<T>::try_parse_from(argv).map(|a| a.args).map_err(|e| e.to_string())
+}

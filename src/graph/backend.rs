@@ -1,0 +1,171 @@
+//! What every backend shares: the `Content` record, the one query, the
+//! client settings, the errors, and the [`GraphBackend`] trait (a blocking
+//! and a non-blocking read). Below the backends and `graph/mod.rs`, which
+//! all use it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The read every backend answers, with `$id` as a parameter (never formatted
+/// into the text): the same text goes to Grafeo, FalkorDB and Neo4j.
+pub const CONTENT_QUERY: &str = "MATCH (n:Content {id: $id}) RETURN n";
+
+/// The label of every node of the dataset.
+pub const CONTENT_LABEL: &str = "Content";
+
+/// Creates or updates nodes `$from..=$to`, computing each property from the
+/// id inside the database (same shape as [`content_record`]), so that seeding
+/// sends two numbers per batch instead of the data. MERGE makes it idempotent.
+pub const SEED_QUERY: &str = "UNWIND range($from, $to) AS i \
+     MERGE (n:Content {id: i}) \
+     SET n.name = 'resource' + toString(i), n.code = 'test.lp.content.' + toString(i), \
+     n.mimeType = 'application/pdf', n.contentType = 'Resource', n.body = 'body string'";
+
+/// How a networked backend talks to its server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DbSettings {
+    /// Connections of the blocking client's pool: at most this many blocking reads at once.
+    pub pool: usize,
+    /// Connections of the async client (multiplexed for FalkorDB, pooled for Neo4j).
+    pub async_connections: usize,
+    /// Limit for one read, from sending to the whole answer.
+    pub timeout: Duration,
+    /// Limit for opening a connection.
+    pub connect_timeout: Duration,
+}
+
+impl Default for DbSettings {
+    fn default() -> Self {
+        DbSettings {
+            pool: 16,
+            async_connections: 4,
+            timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What `blocklab seed` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedReport {
+    /// Content nodes before.
+    pub before: u64,
+    /// Content nodes after.
+    pub after: u64,
+    /// How long it took.
+    pub took: Duration,
+}
+
+/// One `Content` node: the seed's record, with the six properties it returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Content {
+    /// Key of the node, 1..=N.
+    pub id: i64,
+    /// `resource{id}`.
+    pub name: String,
+    /// `test.lp.content.{id}`.
+    pub code: String,
+    /// Always `application/pdf`, as in the seed.
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    /// Always `Resource`, as in the seed.
+    #[serde(rename = "contentType")]
+    pub content_type: String,
+    /// Always `body string`, as in the seed.
+    pub body: String,
+}
+
+impl Content {
+    /// Builds a node from a driver's property lookups: `id` the integer
+    /// property, `text` each string property by name. Every backend maps its
+    /// own value type through this, so a missing or mistyped property is
+    /// reported the same way whatever the database.
+    pub fn from_properties(
+        id: Result<i64, String>,
+        text: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<Content, GraphError> {
+        let text =
+            |key: &str| text(key).map_err(|got| GraphError::Malformed(format!("property {key}: {got}")));
+        Ok(Content {
+            id: id.map_err(|got| GraphError::Malformed(format!("property id: {got}")))?,
+            name: text("name")?,
+            code: text("code")?,
+            mime_type: text("mimeType")?,
+            content_type: text("contentType")?,
+            body: text("body")?,
+        })
+    }
+}
+
+/// Why a read failed. Each kind is counted in `/metrics` and mapped to an
+/// HTTP status by the server (`NotFound` 404, `Unavailable` 503, else 500).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GraphError {
+    /// The query ran and matched no node with that id.
+    #[error("no Content node with id {0}")]
+    NotFound(i64),
+    /// The database could not be reached or refused the query.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// The query failed inside the database.
+    #[error("query failed: {0}")]
+    Query(String),
+    /// The database answered with something that is not a Content node.
+    #[error("malformed node: {0}")]
+    Malformed(String),
+}
+
+impl GraphError {
+    /// Every value [`GraphError::kind`] returns, in metrics order.
+    pub const KINDS: [&'static str; 4] = ["not_found", "unavailable", "query", "malformed"];
+
+    /// A short, stable name for the kind, used as a metrics label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GraphError::NotFound(_) => "not_found",
+            GraphError::Unavailable(_) => "unavailable",
+            GraphError::Query(_) => "query",
+            GraphError::Malformed(_) => "malformed",
+        }
+    }
+}
+
+/// The future a non-blocking read returns: boxed, so that backends can be
+/// chosen at run time (`Arc<dyn GraphBackend>`).
+pub type ReadFuture<'a> = Pin<Box<dyn Future<Output = Result<Content, GraphError>> + Send + 'a>>;
+
+/// A graph database that can read a `Content` node in two ways.
+///
+/// `read_blocking` holds the calling thread until the answer is there (a
+/// synchronous driver session); `read` returns a future that yields the
+/// thread while it waits (an async driver session). Implementations must be
+/// cheap to share between threads: the server holds one behind an `Arc`.
+pub trait GraphBackend: Send + Sync + 'static {
+    /// One line naming the database and its settings, for logs and reports.
+    /// Never contains credentials.
+    fn describe(&self) -> String;
+
+    /// Reads node `id`, blocking the calling thread for the whole round trip.
+    fn read_blocking(&self, id: i64) -> Result<Content, GraphError>;
+
+    /// Reads node `id` without blocking: the returned future waits by yielding.
+    fn read(&self, id: i64) -> ReadFuture<'_>;
+
+    /// How many Content nodes the database holds (blocking; used at start and by `seed`).
+    fn count(&self) -> Result<u64, GraphError>;
+
+    /// Loads nodes 1..=`nodes` and the index on `id`, idempotently (blocking).
+    /// `progress` is called with the highest id written so far.
+    fn seed(&self, nodes: u64, progress: &dyn Fn(u64)) -> Result<SeedReport, GraphError> {
+        let _ = (nodes, progress);
+        Err(GraphError::Query("this database is loaded at start and cannot be seeded".to_string()))
+    }
+
+    /// Client settings worth reporting (pool sizes, timeouts), as metric labels.
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,222 @@
+//! `blocklab load`: its flags, validated into a [`LoadPlan`], and the
+//! commands: a run (progress, summary, JSON, HdrHistogram log) and `merge`.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use hyper::header::{HeaderName, HeaderValue};
+
+use super::report::LoadReport;
+use super::{LoadPlan, Stop};
+use crate::command::created;
+use crate::failure::Failure;
+use crate::flags::parse_positive_duration;
+use crate::server::available_cores;
+
+/// What `blocklab load --help` shows after the flags.
+pub const LOAD_EXAMPLES: &str = "\
+Examples:
+  blocklab load -k -c 200 -n 100000 http://localhost:9000/test     (the seed study's ab run)
+  blocklab load -k -c 50 -z 30s http://127.0.0.1:9000/getDataAsync
+  blocklab load -k -c 20 -z 10s --rate 2000 http://127.0.0.1:9000/getData
+  blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
+  blocklab load -k -c 100 -z 10s --pipeline 16 http://127.0.0.1:9000/test
+  blocklab load -k -z 60s --json a.json --hdr-log a.hlog http://127.0.0.1:9000/test
+  blocklab load merge a.json b.json c.json --json merged.json
+
+Closed loop (default): each connection sends its next request when the previous one ends.
+Open loop (--rate): requests are due at fixed intervals; latency is also measured from when
+each was due ('corrected'), so a stalled server cannot hide the stall.
+
+Exit status: 0 if at least one request got a 2xx/3xx response; 1 if none did (every failure
+is still counted and printed); 2 for a usage error.";
+
+/// Flags of `blocklab load`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct LoadArgs {
+    /// `blocklab load merge …` instead of a run.
+    #[command(subcommand)]
+    pub action: Option<LoadAction>,
+
+    /// The URL to load (http:// only).
+    #[arg(value_name = "URL", required = true)]
+    pub url: Option<String>,
+
+    /// Concurrent connections, each with one request in flight at a time.
+    #[arg(short = 'c', long = "concurrency", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
+    pub concurrency: u32,
+
+    /// Total requests [default: 100000 unless -z is given].
+    #[arg(short = 'n', long = "requests", conflicts_with = "duration",
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Run for this long instead of a number of requests (e.g. 30s, 2m).
+    #[arg(short = 'z', long = "duration", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub duration: Option<Duration>,
+
+    /// Keep connections alive (as ab -k); without it every request opens a new connection.
+    #[arg(short = 'k', long = "keep-alive")]
+    pub keep_alive: bool,
+
+    /// Open loop: total requests per second, on a fixed schedule.
+    #[arg(long, value_parser = parse_rate, value_name = "R", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// Limit to connect, and to get a whole response after sending.
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub timeout: Duration,
+
+    /// Engine threads [default: the cores this process may use].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub threads: Option<u16>,
+
+    /// Pipelining: N requests written at once per connection, their responses
+    /// read in order, then the next N (as wrk's pipeline script). Closed loop
+    /// with -k only; each request's latency runs from the batch's write.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub pipeline: u16,
+
+    /// Also write the result as JSON (schema/load-result.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+
+    /// Also write the latencies as an HdrHistogram interval log to FILE: one interval
+    /// per second, tagged 'measured' (and 'corrected' in open loop), microseconds,
+    /// read by HdrHistogram's own tools (HdrLogProcessing, Python hdrhistogram).
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<std::path::PathBuf>,
+
+    /// No progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET", value_name = "METHOD")]
+    pub method: String,
+
+    /// Extra request header, repeatable: -H 'Accept: application/json'.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+}
+
+impl LoadArgs {
+    /// The validated plan.
+    pub fn plan(&self) -> Result<LoadPlan, String> {
+        let stop = match (self.requests, self.duration) {
+            (_, Some(d)) => Stop::Duration(d),
+            (Some(n), None) => Stop::Requests(n),
+            (None, None) => Stop::Requests(100_000),
+        };
+        let url = self.url.as_deref().ok_or("a URL to load is needed")?;
+        let mut plan = LoadPlan::new(url, self.concurrency as usize, stop)?;
+        plan.keep_alive = self.keep_alive;
+        plan.rate = self.rate;
+        plan.timeout = self.timeout;
+        plan.threads = self.threads.map_or_else(available_cores, usize::from);
+        plan.pipeline = usize::from(self.pipeline);
+        plan.method = self.method.parse().map_err(|_| format!("invalid method '{}'", self.method))?;
+        for header in &self.headers {
+            let (name, value) =
+                header.split_once(':').ok_or_else(|| format!("header '{header}' is not 'Name: value'"))?;
+            let name = HeaderName::try_from(name.trim())
+                .map_err(|_| format!("invalid header name in '{header}'"))?;
+            let value = HeaderValue::try_from(value.trim())
+                .map_err(|_| format!("invalid header value in '{header}'"))?;
+            plan.headers.push((name, value));
+        }
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+/// What `blocklab load` does other than a run.
+#[derive(Debug, Subcommand)]
+pub enum LoadAction {
+    /// One report from the --json results of runs made at the same time against the same
+    /// target, on one machine or many: counts summed, histograms added losslessly, the rate
+    /// over the union of their time spans.
+    #[command(after_help = MERGE_EXAMPLES)]
+    Merge(MergeArgs),
+}
+
+/// What `blocklab load merge --help` shows after the flags.
+pub const MERGE_EXAMPLES: &str = "\
+Examples:
+  # three agents, started together by any orchestrator (ssh, a Kubernetes Job), each writing its JSON
+  blocklab load -k -c 300 -z 60s --json /shared/agent-$HOSTNAME.json http://target:9000/test
+  # then, anywhere:
+  blocklab load merge /shared/agent-*.json --json /shared/merged.json";
+
+/// Flags of `blocklab load merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The `--json` results of `blocklab load` to merge.
+    #[arg(value_name = "FILE", required = true, num_args = 1..)]
+    pub files: Vec<std::path::PathBuf>,
+
+    /// Also write the merged result as JSON (schema/load-result.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(_) => Err("must be a positive number of requests per second".to_string()),
+        Err(_) => Err("not a number".to_string()),
+    }
+}
+
+/// `blocklab load merge`: read every file first, merge, print, write the JSON.
+pub fn load_merge(args: &MergeArgs) -> Result<(), Failure> {
+    let mut runs = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let run: LoadReport = serde_json::from_str(&text).map_err(|e| {
+            Failure::Usage(format!("{} is not a blocklab load --json result: {e}", path.display()))
+        })?;
+        runs.push((path.display().to_string(), run));
+    }
+    let json_file = created(args.json.as_deref())?;
+    let merged = crate::load::merge::merge(&runs).map_err(Failure::Usage)?;
+    let names: Vec<String> = runs.into_iter().map(|(name, _)| name).collect();
+    print!("{}", crate::load::merge::text(&merged, &names));
+    if let Some((path, file)) = json_file {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &merged.report)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `blocklab load`: validate, run, print the summary, write the JSON.
+pub fn load(args: &LoadArgs) -> Result<(), Failure> {
+    if let Some(LoadAction::Merge(merge)) = &args.action {
+        return load_merge(merge);
+    }
+    let mut plan = args.plan().map_err(Failure::Usage)?;
+    plan.progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    // Created before the run, so a bad path cannot lose a long run's results.
+    let json_file = created(args.json.as_deref())?;
+    let hdr_log = created(args.hdr_log.as_deref())?.map(|(_, file)| file);
+    let result = crate::load::engine::run_with_log(&plan, hdr_log)?;
+    let report = LoadReport::new(&plan, &result);
+    print!("{}", crate::load::report::text(&plan, &result, &report));
+    if let Some((path, file)) = json_file {
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if result.stats.ok == 0 {
+        return Err(Failure::Failed(anyhow::anyhow!(
+            "no request succeeded: {} failed without a response, {} non-2xx/3xx responses",
+            result.stats.error_total(),
+            result.stats.completed
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! `blocklab serve`: its flags, validated into a [`ServeConfig`], and the
+//! command: bind, load the database, print `listening on`, serve until
+//! SIGINT or SIGTERM, drain, exit.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use tokio::net::TcpListener;
+
+use super::actors::ActorLimits;
+use super::config::{ServeConfig, available_cores};
+use super::model::{DEFAULT_POOL_THREADS, Model};
+use super::runtime::build_runtime;
+use crate::command::shutdown_signal;
+use crate::failure::Failure;
+use crate::flags::{DbClientArgs, parse_addr, parse_db, parse_duration, parse_positive_duration};
+use crate::graph::DbUrl;
+
+/// What `blocklab serve --help` shows after the flags.
+pub const SERVE_EXAMPLES: &str = "\
+Endpoints (GET; every data endpoint takes ?id=N, else reads a random node):
+  /test                   200 'works', no I/O
+  /getData                blocking read on the HTTP worker thread
+  /getDataAsync           non-blocking read, awaited
+  /getDataAsync2          two non-blocking reads in sequence
+  /getDataAkka            router over 4 blocking actors; handler blocks on the reply (5 s)
+  /getDataAkkaAsync       one actor piping a non-blocking read back
+  /getDataAkkaAsync2      two asks in sequence
+  /getDataSpawnBlocking   blocking read on tokio's blocking pool
+  /delay                  waits ?ms= (default 5000, at most 600000), then {\"success\":true}
+  /metrics                Prometheus metrics
+
+Server models (--model; study 2):
+  reactive   tokio + hyper/axum; handlers on the async workers (all endpoints)
+  lean       tokio tasks holding no buffer while idle, httparse (/delay, /test, /metrics)
+  pool       --threads OS threads (default 200, Tomcat's maxThreads); requests beyond
+             them wait for a free one; /delay sleeps its thread (/delay, /test, /getData)
+  thread     a new OS thread per request (/delay, /test, /getData)
+
+Examples:
+  blocklab serve
+  blocklab serve --listen 127.0.0.1:0 --db-latency 1ms --workers 1
+  blocklab serve --model pool --threads 200 --max-connections 8192
+  blocklab serve --model lean --max-connections 20000
+  RUST_LOG=debug blocklab serve --nodes 100000";
+
+/// Flags of `blocklab serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:9000", value_parser = parse_addr, value_name = "ADDR")]
+    pub listen: SocketAddr,
+
+    /// Content nodes to load: valid ids are 1..=N.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
+    pub nodes: u64,
+
+    /// Graph database: 'embedded' (Grafeo, in process), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT.
+    #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
+          value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
+    pub db: DbUrl,
+
+    /// Simulated network round trip added to every read, e.g. 1ms, 500us (embedded database only).
+    #[arg(long, default_value = "0ms", value_parser = parse_duration, value_name = "DUR")]
+    pub db_latency: Duration,
+
+    /// Database client settings.
+    #[command(flatten)]
+    pub db_client: DbClientArgs,
+
+    /// Worker threads of the HTTP runtime [default: the cores this process may use].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub workers: Option<u16>,
+
+    /// Worker threads of the actor dispatcher (the seed's own actor dispatcher had 4).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub actor_threads: u16,
+
+    /// How long /getDataAkka blocks for its reply before answering 503 (the seed's Await.result).
+    #[arg(long, default_value = "5s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub await_timeout: Duration,
+
+    /// How long /getDataAkkaAsync waits for each ask before answering 503 (the seed's ask timeout).
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub ask_timeout: Duration,
+
+    /// On SIGINT/SIGTERM, how long to wait for in-flight requests.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DUR")]
+    pub shutdown_timeout: Duration,
+
+    /// Server model: how connections are held and where handlers run (see below).
+    #[arg(long, value_enum, default_value_t = Model::Reactive, value_name = "MODEL")]
+    pub model: Model,
+
+    /// OS threads of the pool model [default: 200, Tomcat's maxThreads] (pool only).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000), value_name = "N")]
+    pub threads: Option<u32>,
+
+    /// Connections open at most; beyond it the server stops accepting until one closes
+    /// [default: 8192 for pool, as Tomcat; no limit otherwise].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000), value_name = "N")]
+    pub max_connections: Option<u64>,
+
+    /// Listen backlog: connections the kernel queues unaccepted [default: 100 for pool,
+    /// as Tomcat's acceptCount; 4096 otherwise; capped by net.core.somaxconn].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_535), value_name = "N")]
+    pub accept_count: Option<u32>,
+
+    /// How long a client may take to send a request head; under every model but lean an
+    /// idle keep-alive connection is closed after it too (lean answers a started head 408).
+    #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub header_timeout: Duration,
+}
+
+impl ServeArgs {
+    /// The validated plan, or why the flags do not make one.
+    pub fn config(&self) -> Result<ServeConfig, String> {
+        if self.threads.is_some() && self.model != Model::Pool {
+            return Err(format!("--threads applies to --model pool only (this is --model {})", self.model));
+        }
+        Ok(ServeConfig {
+            nodes: self.nodes,
+            db: self.db.clone(),
+            db_latency: self.db_latency,
+            db_settings: self.db_client.settings(),
+            workers: self.workers.map_or_else(available_cores, usize::from),
+            actor_threads: usize::from(self.actor_threads),
+            limits: ActorLimits { await_timeout: self.await_timeout, ask_timeout: self.ask_timeout },
+            shutdown_grace: self.shutdown_timeout,
+            model: self.model,
+            threads: self.threads.map_or(DEFAULT_POOL_THREADS, |n| n as usize),
+            max_connections: self
+                .max_connections
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                .or(self.model.default_max_connections()),
+            accept_count: self.accept_count.unwrap_or(self.model.default_accept_count()),
+            header_timeout: self.header_timeout,
+        })
+    }
+}
+
+/// `blocklab serve`: bind, load the database, print `listening on`, serve
+/// until SIGINT or SIGTERM, drain, exit.
+pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let config = args.config().map_err(Failure::Usage)?;
+    // Bound before anything slow happens, so "address in use" is immediate.
+    let listener = super::bind(args.listen, config.accept_count)
+        .map_err(|e| Failure::Usage(format!("cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    listener.set_nonblocking(true).context("configuring the listener")?;
+    let (runtime, probe) = build_runtime("http", config.workers).context("starting the HTTP runtime")?;
+    let result = runtime.block_on(async {
+        let listener = TcpListener::from_std(listener).context("registering the listener")?;
+        let ready = || println!("listening on http://{addr}");
+        super::run(&config, listener, None, probe, ready, shutdown_signal()).await
+    });
+    tracing::info!("stopped");
+    // Blocking-pool threads still in a read must not hold the exit up.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result.map_err(Failure::Failed)
+}

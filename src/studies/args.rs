@@ -1,0 +1,39 @@
+//! `blocklab studies`: its flags. Each study runs with its own defaults
+//! (`--out DIR/STUDY`, and `--quick` when given).
+
+use clap::Args;
+
+/// What `blocklab studies --help` shows after the flags.
+pub const STUDIES_EXAMPLES: &str = "\
+Builds the peers it can (scripts/peers build; cached in .local/), then runs 'blocklab bench'
+into DIR/bench and 'blocklab sweep' into DIR/sweep with their defaults (about 10 + 8
+minutes on 2 cores, more with every peer; --quick: a few minutes), then writes
+DIR/index.html: what ran, where, and what was skipped and why. Each study's own flags: run it alone ('blocklab bench --help',
+'blocklab sweep --help').
+
+Examples:
+  blocklab studies
+  blocklab studies --quick --out /tmp/first-look";
+
+/// Flags of `blocklab studies`.
+#[derive(Debug, Args)]
+pub struct StudiesArgs {
+    /// Both studies' --quick: a first look in about two minutes.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Output folder [default: results/<timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl StudiesArgs {
+    /// The output folder: `--out`, or `results/<timestamp>`.
+    pub fn out(&self) -> std::path::PathBuf {
+        self.out.clone().unwrap_or_else(|| {
+            let stamp =
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
+            std::path::PathBuf::from("results").join(stamp)
+        })
+    }
+}

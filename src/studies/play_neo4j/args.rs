@@ -1,0 +1,121 @@
+//! `blocklab bench`: study 1's flags, validated into a [`BenchPlan`].
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::run::{BenchPlan, parse_apis};
+use crate::flags::{DbClientArgs, parse_db, parse_duration};
+use crate::graph::DbUrl;
+use crate::harness::placement::Placement;
+
+/// What `blocklab bench --help` shows after the flags.
+pub const BENCH_EXAMPLES: &str = "\
+APIs (Test IDs as in the seed study; 9 is blocklab's own):
+  1 /test  2 /getData  3 /getDataAsync  4 /getDataAsync2  5 /getDataAkka
+  7 /getDataAkkaAsync  8 /getDataAkkaAsync2  9 /getDataSpawnBlocking
+
+Examples:
+  blocklab bench                                  (the full default run: -c 200 -n 100000, 2 runs)
+  blocklab bench --quick                          (a small matrix in about a minute)
+  blocklab bench --apis 2,3,9 --db-latency 5ms --out results/latency-5ms
+  blocklab bench --workers 4 --runs 3
+
+Writes into --out: results.md, results.json, results.csv, charts/*.svg, report.html, raw/.
+BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENCH_TEST_ID).
+Exit status: 0 when every test completed; 1 when one failed (the others still ran);
+130 when interrupted (partial results are written); 2 for a usage error.";
+
+/// Flags of `blocklab bench`.
+#[derive(Debug, Args, Clone)]
+pub struct BenchArgs {
+    /// APIs to run: all, or a comma list of Test IDs, paths or names (2,/getDataAsync,getDataAkka).
+    #[arg(long, default_value = "all", value_name = "all|LIST")]
+    pub apis: String,
+
+    /// Concurrent connections, as the seed's ab -c.
+    #[arg(short = 'c', long = "concurrency", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..=100_000), value_name = "N")]
+    pub concurrency: u32,
+
+    /// Requests per run [default: 100000, or 3000 with --quick].
+    #[arg(short = 'n', long = "requests", value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Runs per API (Run IDs).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
+    pub runs: u32,
+
+    /// Graph database: 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (seeded with `blocklab seed`).
+    #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
+          value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
+    pub db: DbUrl,
+
+    /// Database client settings.
+    #[command(flatten)]
+    pub db_client: DbClientArgs,
+
+    /// Simulated network round trip per read (embedded database only; a networked one has a real one).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration, value_name = "DUR")]
+    pub db_latency: Duration,
+
+    /// Content nodes.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
+    pub nodes: u64,
+
+    /// HTTP worker threads of each server [default: the cores the server may use].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub workers: Option<u16>,
+
+    /// A small matrix (3000 requests per run) that finishes in about a minute.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Output folder [default: results/<timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl BenchArgs {
+    /// The flags `blocklab bench --out OUT [--quick]` gives (for the main job).
+    pub fn alone(out: &std::path::Path, quick: bool) -> Result<BenchArgs, String> {
+        crate::flags::parse_alone("bench", out, quick)
+    }
+
+    /// The validated plan (the output folder is not created here).
+    pub fn plan(&self) -> Result<BenchPlan, String> {
+        let apis = parse_apis(&self.apis)?;
+        let requests = self.requests.unwrap_or(if self.quick { 3_000 } else { 100_000 });
+        let connections = self.concurrency as usize;
+        if requests < connections as u64 {
+            return Err(format!(
+                "-n {requests} is smaller than -c {connections}: every connection needs a request"
+            ));
+        }
+        let out = self.out.clone().unwrap_or_else(|| {
+            let stamp =
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
+            std::path::PathBuf::from("results").join(stamp)
+        });
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}"))?;
+        let server_exe =
+            std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(|| exe.clone(), std::path::PathBuf::from);
+        Ok(BenchPlan {
+            apis,
+            connections,
+            requests,
+            runs: self.runs,
+            db: self.db.clone(),
+            db_client: self.db_client.to_args(),
+            db_latency: if self.db == DbUrl::Embedded { self.db_latency } else { Duration::ZERO },
+            nodes: self.nodes,
+            workers: self.workers.map(usize::from),
+            quick: self.quick,
+            out,
+            exe,
+            server_exe,
+            progress: false,
+            placement: Placement::detect(),
+        })
+    }
+}

@@ -1,0 +1,153 @@
+//! `blocklab sweep`: study 2's flags, validated into a [`SweepPlan`].
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::plan::{DEFAULT_LEVELS, QUICK_LEVELS, SweepPlan};
+use super::target::{Target, default_targets};
+use crate::flags::{parse_duration, parse_positive_duration, parse_size};
+use crate::harness::peers::Peers;
+
+/// What `blocklab sweep --help` shows after the flags.
+pub const SWEEP_EXAMPLES: &str = "\
+Each level N: N connections opened first, then one GET /delay sent on every one at once.
+After each level: is the target alive, was it OOM-killed, does /test answer within 2 s?
+A target that died is reported with how and where; its later levels are not run.
+
+Examples:
+  blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
+  blocklab sweep --quick                          # three levels, 1 s delay: a minute or two
+  blocklab sweep --targets lean,reactive --levels 1000,5000,10000
+  blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
+  blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
+
+Run as root for the memory cap (a child cgroup of the sweep's own); without one, a warning
+and an uncapped run. The targets are blocklab's four server models and every server peer
+under peers/ that serves /delay (its peer.toml says so); a peer runs once built:
+scripts/peers install && scripts/peers build NAME.";
+
+/// Flags of `blocklab sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Targets, comma-separated: reactive, lean, pool, thread (blocklab serve --model), or a server peer's
+    /// name (a folder of peers/ whose peer.toml serves /delay) [default: all of them].
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub targets: Option<Vec<String>>,
+
+    /// Concurrent requests per step, comma-separated, ascending [default: 100,200,400,600,700,800,1000,2000,5000,10000].
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=60_000), value_name = "LIST")]
+    pub levels: Option<Vec<u32>>,
+
+    /// The wait of each /delay request [default: 5s; 1s with --quick].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub delay: Option<Duration>,
+
+    /// Memory cap of each Rust target's whole process (e.g. 50MiB, 1GiB).
+    #[arg(long, default_value = "50MiB", value_parser = parse_size, value_name = "SIZE")]
+    pub memory: u64,
+
+    /// Memory cap of each JVM peer's whole process [default: none; the heap is capped at -Xmx50M, as the seed].
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub jvm_memory: Option<u64>,
+
+    /// Limit for one request, connect included.
+    #[arg(long, default_value = "60s", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub timeout: Duration,
+
+    /// Three levels (100, 400, 800) and a 1 s delay: about ten seconds a target.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Output folder [default: results/sweep-<timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+
+    /// Sweep a running service instead: each request is GET URL (no process managed, no cap).
+    #[arg(long, value_name = "URL", conflicts_with = "targets")]
+    pub url: Option<String>,
+
+    /// Do not use cgroups: run every target uncapped (memory is then not measured).
+    #[arg(long)]
+    pub no_cgroup: bool,
+}
+
+impl SweepArgs {
+    /// The flags `blocklab sweep --out OUT [--quick]` gives (for the main job).
+    pub fn alone(out: &std::path::Path, quick: bool) -> Result<SweepArgs, String> {
+        crate::flags::parse_alone("sweep", out, quick)
+    }
+
+    /// The validated plan (the output folder is not created here).
+    pub fn plan(&self) -> Result<SweepPlan, String> {
+        let peers = Peers::of_this_checkout()?;
+        let targets = match (&self.url, &self.targets) {
+            (Some(url), _) => vec![url_target(url)?],
+            (None, Some(names)) => {
+                names.iter().map(|n| Target::parse(n, &peers)).collect::<Result<Vec<_>, _>>()?
+            }
+            (None, None) => default_targets(&peers),
+        };
+        if targets.is_empty() {
+            return Err("--targets is empty".to_string());
+        }
+        let levels: Vec<usize> = match &self.levels {
+            Some(levels) => levels.iter().map(|l| *l as usize).collect(),
+            None if self.quick => QUICK_LEVELS.to_vec(),
+            None => DEFAULT_LEVELS.to_vec(),
+        };
+        if levels.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("--levels must be ascending, e.g. 100,200,400".to_string());
+        }
+        let delay =
+            self.delay.unwrap_or(if self.quick { Duration::from_secs(1) } else { Duration::from_secs(5) });
+        if delay > Duration::from_millis(crate::server::delay::MAX_MS) {
+            return Err(format!("--delay is at most {} ms", crate::server::delay::MAX_MS));
+        }
+        if delay >= self.timeout && self.url.is_none() {
+            return Err(format!(
+                "--timeout ({:?}) must be longer than --delay ({delay:?}), or every request times out",
+                self.timeout
+            ));
+        }
+        let out = self.out.clone().unwrap_or_else(|| {
+            let stamp =
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
+            std::path::PathBuf::from("results").join(format!("sweep-{stamp}"))
+        });
+        let exe = std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(
+            || std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}")),
+            |exe| Ok(std::path::PathBuf::from(exe)),
+        )?;
+        Ok(SweepPlan {
+            targets,
+            levels,
+            delay,
+            memory: self.memory,
+            jvm_memory: self.jvm_memory,
+            timeout: self.timeout,
+            out,
+            exe,
+            peers,
+            placement: crate::harness::placement::Placement::detect(),
+            use_cgroups: !self.no_cgroup,
+        })
+    }
+}
+
+/// A `--url` target: http://HOST:PORT/PATH, resolved now.
+fn url_target(url: &str) -> Result<Target, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("--url takes http://HOST:PORT/PATH, got '{url}'"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let with_port = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
+        .map_err(|e| format!("--url: cannot resolve '{authority}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("--url: '{authority}' resolves to no address"))?;
+    Ok(Target::Url { url: url.to_string(), addr, host: authority.to_string(), path: path.to_string() })
+}

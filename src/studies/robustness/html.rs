@@ -1,0 +1,106 @@
+//! `report.html` of a sweep: the reading ([`super::reading`]), the charts,
+//! the tables of `results.md`. One self-contained page (styles and charts
+//! inlined).
+
+use super::reading::verdict;
+use super::report::markdown;
+use super::results::SweepResults;
+use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
+
+/// The whole page.
+pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> String {
+    let mut body = String::new();
+    body += "<h1>blocklab sweep — study 2: slow requests, a memory cap, and who survives</h1>";
+    body += &format!(
+        "<p class=\"sub\">Each level N: N connections opened, then one <code>GET /delay?ms={}</code> on each at once; \
+         timeout {} s. Levels {:?}.</p>",
+        results.delay_ms,
+        results.timeout_ms / 1000,
+        results.levels
+    );
+    for w in &results.warnings {
+        body += &format!("<p class=\"warn\">{}</p>", escape(w));
+    }
+    if results.interrupted {
+        body += "<p class=\"fail\">This run was interrupted: the results below are partial.</p>";
+    }
+    body += "<h2>Reading</h2><ul class=\"reading\">";
+    for s in reading {
+        body += &format!("<li>{}</li>", escape(s));
+    }
+    body += "</ul><h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
+             <th>verdict</th></tr></thead><tbody>";
+    for t in &results.targets {
+        body += &format!(
+            "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+            escape(&t.name),
+            escape(&t.cap),
+            escape(&verdict(t))
+        );
+    }
+    body += "</tbody></table><h2>Charts</h2>";
+    for chart in charts {
+        body += &format!(
+            "<div class=\"chart\" title=\"{}\">{}</div>",
+            escape(&chart.title),
+            strip_xml_decl(&chart.svg)
+        );
+    }
+    body += "<h2>Per level</h2>";
+    body += &markdown_table_to_html(&markdown(results));
+    body += "<h2>Conditions</h2><dl>";
+    let conditions = [
+        ("targets' CPUs", crate::harness::placement::list(&results.placement.server_cpus)),
+        ("load's CPUs", crate::harness::placement::list(&results.placement.load_cpus)),
+        ("JVM options", results.jvm_opts.clone()),
+        ("Rust targets' allocator", results.allocator.clone()),
+        (
+            "machine",
+            format!(
+                "{}, {} CPUs online, {} GiB, kernel {}",
+                results.machine.cpu_model,
+                results.machine.cpus_online,
+                results.machine.memory_gib,
+                results.machine.kernel
+            ),
+        ),
+        ("versions", results.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")),
+        ("started", results.started.clone()),
+        ("wall time", format!("{:.0} s", results.wall_s)),
+    ];
+    for (k, v) in conditions {
+        body += &format!("<dt>{}</dt><dd>{}</dd>", escape(k), escape(&v));
+    }
+    for t in &results.targets {
+        body += &format!(
+            "<dt>{}</dt><dd>{} — cap: {}</dd>",
+            escape(&t.name),
+            escape(t.command.as_deref().unwrap_or("a running service (--url)")),
+            escape(&t.cap)
+        );
+    }
+    body += "</dl>";
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>blocklab sweep {}</title>\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head>\
+         <body>{body}</body></html>\n",
+        escape(&results.started)
+    )
+}
+
+/// The per-level table of `results.md`, as HTML.
+fn markdown_table_to_html(md: &str) -> String {
+    let section = md.split("## Per level").nth(1).unwrap_or("");
+    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")).collect();
+    let mut out = String::from("<table>");
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let tag = if i == 0 { "th" } else { "td" };
+        out += "<tr>";
+        for cell in cells {
+            out += &format!("<{tag}>{}</{tag}>", escape(cell));
+        }
+        out += "</tr>";
+    }
+    out + "</table>"
+}

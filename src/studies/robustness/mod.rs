@@ -1,0 +1,132 @@
+//! Study 2, the robustness study (Spring Web against Spring WebFlux, a
+//! 50 MB heap, concurrency stepped up): `blocklab sweep`. Everything the
+//! study knows lives here — its levels, how a target's death is told, its
+//! charts and reading — on the [`crate::harness`], which knows no study.
+//!
+//! * [`args`] — `blocklab sweep`'s flags, validated into a [`SweepPlan`].
+//! * [`target`] — what is swept: a server model, a server peer, a URL.
+//! * [`plan`] — the validated sweep; [`run`] — runs it; [`step`] — one level.
+//! * [`results`] — what it found; [`reading`] — what that means, in words.
+//! * [`report`] (`results.md`, `.csv`), [`charts`], [`html`] (`report.html`),
+//!   all written by [`write_all`].
+
+pub mod args;
+pub mod charts;
+pub mod html;
+pub mod plan;
+pub mod reading;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod step;
+pub mod target;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+
+pub use args::SweepArgs;
+pub use plan::SweepPlan;
+pub use target::Target;
+
+use super::study::{Study, StudyRun};
+use crate::command::{watch_for_interrupt, writable_dir};
+use crate::failure::Failure;
+use results::SweepResults;
+
+/// The study as the main job (`blocklab studies`) lists it.
+pub const STUDY: Study = Study {
+    command: "sweep",
+    title: "Study 2: slow requests, a memory cap, and who survives",
+    summary: "Concurrency stepped up under a memory cap against blocklab's four server models and every \
+              server peer built here.",
+    check: |out, quick| SweepArgs::alone(out, quick)?.plan().map(|_| ()),
+    run: |out, quick| {
+        let args = match SweepArgs::alone(out, quick) {
+            Ok(args) => args,
+            Err(e) => return StudyRun::failed(Failure::Usage(e)),
+        };
+        let results = sweep_run(&args);
+        let (ran, skipped, versions) = match &results {
+            Ok(r) => (ran_lines(r), r.warnings.clone(), r.versions.clone()),
+            Err(_) => Default::default(),
+        };
+        StudyRun { outcome: results.map(|_| ()), ran, skipped, versions }
+    },
+};
+
+/// What ran, for the index page: each target, its cap and its verdict.
+fn ran_lines(results: &SweepResults) -> Vec<String> {
+    let placement = &results.placement;
+    let cpus = format!(
+        "CPUs: targets on {}, load on {}",
+        crate::harness::placement::list(&placement.server_cpus),
+        crate::harness::placement::list(&placement.load_cpus)
+    );
+    std::iter::once(cpus)
+        .chain(
+            results
+                .targets
+                .iter()
+                .map(|t| format!("{}: memory cap {}; {}", t.name, t.cap, reading::verdict(t))),
+        )
+        .collect()
+}
+
+/// `blocklab sweep`: study 2 over its targets; writes results.md, .json and
+/// .csv into the output folder; partial results and exit 130 on SIGINT.
+pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
+    sweep_run(args).map(|_| ())
+}
+
+/// As [`sweep`], returning the results (for the main job's index page);
+/// interrupted: the results written, then [`Failure::Interrupted`].
+pub fn sweep_run(args: &SweepArgs) -> Result<SweepResults, Failure> {
+    let plan = args.plan().map_err(Failure::Usage)?;
+    writable_dir(&plan.out)?;
+    if plan.placement.pinned && !plan.placement.shared {
+        crate::harness::pin_self(&crate::harness::placement::list(&plan.placement.load_cpus));
+    }
+    let names: Vec<String> = plan.targets.iter().map(Target::name).collect();
+    eprintln!(
+        "sweep: {} at levels {:?}, /delay {} ms; writing to {}",
+        names.join(", "),
+        plan.levels,
+        plan.delay.as_millis(),
+        plan.out.display()
+    );
+    let interrupt = Arc::new(AtomicBool::new(false));
+    watch_for_interrupt(interrupt.clone());
+    let results = run::run(&plan, &interrupt)?;
+    let written = write_all(&results, &plan.out)?;
+    print!("{}", report::markdown(&results));
+    println!("\nwall time {:.0} s; {} files in {}", results.wall_s, written.len(), plan.out.display());
+    if results.interrupted {
+        return Err(Failure::Interrupted);
+    }
+    Ok(results)
+}
+
+/// Writes `results.md`, `results.json`, `results.csv`, the charts and
+/// `report.html` into `dir`.
+pub fn write_all(results: &SweepResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir.join("charts"))?;
+    let reading = reading::reading(results);
+    let charts = charts::all(results);
+    let mut files = vec![
+        ("results.md".to_string(), report::markdown(results)),
+        ("results.json".to_string(), serde_json::to_string_pretty(results)? + "\n"),
+        ("results.csv".to_string(), report::csv(results)?),
+        ("report.html".to_string(), html::page(results, &reading, &charts)),
+    ];
+    files.extend(charts.into_iter().map(|c| (format!("charts/{}", c.file), c.svg)));
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}

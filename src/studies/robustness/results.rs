@@ -1,0 +1,158 @@
+//! What a sweep found: per target and level, the seed's variables (success
+//! rate, minimum and maximum response time), the memory and threads it took,
+//! and where and how each target died. Serialized as `results.json`
+//! (`blocklab-sweep/1`).
+
+use super::step::StepLoad;
+use crate::harness::placement::Placement;
+
+/// How a target stopped answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeathKind {
+    /// The kernel's OOM killer killed it (its cgroup counted the kill).
+    OomKilled,
+    /// It exited by itself (or by a signal other than an OOM kill).
+    Exited,
+    /// Alive, but `/test` did not answer within 2 s.
+    Unresponsive,
+    /// It never started.
+    DidNotStart,
+}
+
+impl DeathKind {
+    /// Words for the reports.
+    pub fn words(self) -> &'static str {
+        match self {
+            DeathKind::OomKilled => "OOM-killed",
+            DeathKind::Exited => "exited",
+            DeathKind::Unresponsive => "alive but no longer answering",
+            DeathKind::DidNotStart => "did not start",
+        }
+    }
+}
+
+/// Where and how a target died.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Death {
+    /// The level during or after which it died (0: at start).
+    pub level: usize,
+    /// How.
+    pub how: DeathKind,
+    /// The detail: exit status, stderr tail, probe error.
+    pub detail: String,
+}
+
+/// Whether a step ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// It ran.
+    Run,
+    /// Not run: the target was down.
+    NotRunDown,
+    /// Not run: the sweep was interrupted.
+    NotRunInterrupted,
+}
+
+/// One level of one target.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Step {
+    /// Concurrent requests.
+    pub level: usize,
+    /// Whether it ran.
+    pub status: StepStatus,
+    /// What the load side saw (when run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<StepLoad>,
+    /// 2xx within the timeout, over the level.
+    pub success_rate: Option<f64>,
+    /// Response times of the 2xx answers, ms.
+    pub min_ms: Option<f64>,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Slowest.
+    pub max_ms: Option<f64>,
+    /// The target's peak charged memory during the step, page cache excluded, bytes (sampled every 50 ms).
+    pub peak_memory_bytes: Option<u64>,
+    /// The cgroup's own peak (page cache included), bytes.
+    pub cgroup_peak_bytes: Option<u64>,
+    /// The target's peak OS threads during the step (sampled every 50 ms).
+    pub peak_threads: Option<u64>,
+    /// Whether the target was alive and answering after the step.
+    pub alive_after: Option<bool>,
+}
+
+impl Step {
+    /// A step that did not run.
+    pub fn not_run(level: usize, status: StepStatus) -> Step {
+        Step {
+            level,
+            status,
+            load: None,
+            success_rate: None,
+            min_ms: None,
+            p50_ms: None,
+            p99_ms: None,
+            max_ms: None,
+            peak_memory_bytes: None,
+            cgroup_peak_bytes: None,
+            peak_threads: None,
+            alive_after: None,
+        }
+    }
+}
+
+/// One target's sweep.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TargetResult {
+    /// Its name.
+    pub name: String,
+    /// The command that started it (none for `--url`).
+    pub command: Option<String>,
+    /// The memory cap applied, bytes (`None`: uncapped).
+    pub cap_bytes: Option<u64>,
+    /// How the cap was applied, or why not.
+    pub cap: String,
+    /// Its steps, one per level.
+    pub steps: Vec<Step>,
+    /// Where and how it died, if it did.
+    pub died: Option<Death>,
+    /// The highest level answered 100 % within the timeout.
+    pub highest_full_success: Option<usize>,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SweepResults {
+    /// The format of this document.
+    pub schema: &'static str,
+    /// When it started (RFC 3339).
+    pub started: String,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Stopped by SIGINT/SIGTERM before the end.
+    pub interrupted: bool,
+    /// The `/delay` of every request, ms.
+    pub delay_ms: u64,
+    /// The per-request limit, ms.
+    pub timeout_ms: u64,
+    /// The levels.
+    pub levels: Vec<usize>,
+    /// CPUs of the targets and of the load.
+    pub placement: Placement,
+    /// The JVM peers' options.
+    pub jvm_opts: String,
+    /// The Rust targets' allocator and its settings.
+    pub allocator: String,
+    /// Things the reader must know (no cap, shared CPUs, peers not built).
+    pub warnings: Vec<String>,
+    /// The machine.
+    pub machine: crate::harness::conditions::Machine,
+    /// blocklab's, rustc's and the key crates' versions, and Java's when a JVM peer ran.
+    pub versions: std::collections::BTreeMap<String, String>,
+    /// Per target.
+    pub targets: Vec<TargetResult>,
+}
