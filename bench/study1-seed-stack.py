@@ -288,9 +288,18 @@ class Bench:
         if rate:
             cmd += ["--rate", str(rate)]
         cmd.append(url)
-        run(cmd, timeout=(seconds or 600) + 120)
+        if os.path.exists(out):
+            os.unlink(out)
+        # blocklab load exits non-zero when no request succeeded (a cold JVM within a short
+        # load, say): that is a figure (0 requests/s), not the end of the run.
+        r = run(cmd, timeout=(seconds or 600) + 120, check=False)
+        if not os.path.exists(out):
+            raise Fail(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr.strip()[-2000:]}")
         with open(out) as f:
-            return json.load(f)
+            doc = json.load(f)
+        if r.returncode != 0:
+            log(f"  (blocklab load: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode})")
+        return doc
 
     def measure(self, server, path, seconds, rate=None):
         addr, pid = self.servers[server]
@@ -328,6 +337,10 @@ class Bench:
                 rps = float(re.search(r"Requests per second:\s+([\d.]+)", r.stdout).group(1))
                 p99 = re.search(r"^\s*99%\s+(\d+)", r.stdout, re.M)
                 failed = int(re.search(r"Failed requests:\s+(\d+)", r.stdout).group(1))
+                # ab counts a body whose length differs from the first one's as failed
+                # ("Length"): the nodes' JSON differs in length by id, so those are not failures.
+                length = re.search(r"\(Connect: \d+, Receive: \d+, Length: (\d+), Exceptions: \d+\)", r.stdout)
+                failed -= int(length.group(1)) if length else 0
                 non2xx = re.search(r"Non-2xx responses:\s+(\d+)", r.stdout)
                 done = int(re.search(r"Complete requests:\s+(\d+)", r.stdout).group(1))
                 row = {"rps": rps, "p99_ms": float(p99.group(1)) if p99 else None,
@@ -398,11 +411,13 @@ class Bench:
         rows, ceilings, ab_rows = [], [], []
         for r in range(a.rounds):
             log(f"round {r + 1}/{a.rounds} (load average {loadavg()})")
-            c = self.ceiling(a.seconds, 2)
+            c = self.ceiling(a.seconds, a.ceiling_warmup)
             c["round"] = r + 1
+            c["loadavg"] = loadavg()
             ceilings.append(c)
             log(f"  ceiling  {c['reads_per_s']:>9,.0f} reads/s  p99 {c['p99_us'] / 1000:.1f} ms  "
-                f"Neo4j {fmt(c['neo4j_cpu_us_per_query'])} µs/query  errors {c['errors']}")
+                f"Neo4j {fmt(c['neo4j_cpu_us_per_query'])} µs/query, its core {fmt(100 * c['neo4j_cpu_share'])} % busy  "
+                f"client {fmt(c['client_cpu_us_per_read'])} µs/read  errors {c['errors']}")
             order = SERVERS if r % 2 == 0 else SERVERS[::-1]
             for path in a.endpoints:
                 for name in order:
@@ -445,7 +460,10 @@ class Bench:
         c_neo = med([c["neo4j_cpu_us_per_query"] for c in ceil])
         summary = {"ceiling": {"reads_per_s": c_rps, "p50_us": med([c["p50_us"] for c in ceil]),
                                "p99_us": med([c["p99_us"] for c in ceil]), "neo4j_cpu_us_per_query": c_neo,
-                               "errors": sum(c["errors"] for c in ceil)}}
+                               "neo4j_cpu_share": med([c["neo4j_cpu_share"] for c in ceil]),
+                               "client_cpu_us_per_read": med([c["client_cpu_us_per_read"] for c in ceil]),
+                               "errors": sum(c["errors"] for c in ceil),
+                               "wrong_answers": sum(c["wrong_answers"] for c in ceil)}}
 
         def pick(server, path, mode, key):
             return med([r[key] for r in rows if r["server"] == server and r["path"] == path and r["mode"] == mode])
@@ -459,8 +477,10 @@ class Bench:
         out.append("")
         out.append(f"Neo4j's ceiling (Java driver async, {a.ceiling_concurrency} in flight, no HTTP): "
                    f"{fmt(c_rps)} reads/s, p50 {fmt(summary['ceiling']['p50_us'])} µs, "
-                   f"p99 {fmt(summary['ceiling']['p99_us'])} µs, Neo4j {fmt(c_neo)} µs CPU per query, "
-                   f"errors {summary['ceiling']['errors']}")
+                   f"p99 {fmt(summary['ceiling']['p99_us'])} µs, Neo4j {fmt(c_neo)} µs CPU per query "
+                   f"(its core {fmt(100 * (summary['ceiling']['neo4j_cpu_share'] or 0))} % busy), "
+                   f"client {fmt(summary['ceiling']['client_cpu_us_per_read'])} µs CPU per read, "
+                   f"errors {summary['ceiling']['errors']}, wrong answers {summary['ceiling']['wrong_answers']}")
         out.append("")
         out.append("| endpoint | server | requests/s | share of ceiling | p99 ms | server CPU µs/req | "
                    "server core busy | Neo4j CPU µs/query | Neo4j core busy | failed |")
@@ -579,6 +599,8 @@ def main():
     p.add_argument("--nodes", type=int, default=10000)
     p.add_argument("--concurrency", type=int, default=200, help="connections of the closed-loop loads (the seed's ab -c)")
     p.add_argument("--ceiling-concurrency", type=int, default=64, help="reads in flight for the ceiling (default 64)")
+    p.add_argument("--ceiling-warmup", type=int, default=5,
+                   help="seconds each ceiling run warms its own fresh JVM before measuring (default 5)")
     p.add_argument("--db-async-connections", type=int, default=64, help="blocklab serve's async Neo4j pool (default 64)")
     p.add_argument("--ab-requests", type=int, default=100000, help="ab -n on /test (the seed's 100000)")
     p.add_argument("--ab-db-requests", type=int, default=30000, help="ab -n on /getDataAsync (default 30000)")
@@ -587,7 +609,7 @@ def main():
     a = p.parse_args()
     if a.quick:
         a.rounds, a.seconds, a.warm, a.server_warm = 1, 3, 10, 6
-        a.ab_requests, a.ab_db_requests = 10000, 3000
+        a.ab_requests, a.ab_db_requests, a.ceiling_warmup = 10000, 3000, 2
     a.endpoints = ENDPOINTS if a.all else DEFAULT_ENDPOINTS
     if a.rounds < 1 or a.seconds < 1 or a.warm < 0 or a.server_warm < 0:
         p.error("--rounds and --seconds must be >= 1, --warm and --server-warm >= 0")
