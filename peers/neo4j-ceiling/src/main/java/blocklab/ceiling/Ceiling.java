@@ -47,7 +47,7 @@ public final class Ceiling {
     private volatile boolean recording;
     private volatile boolean stopping;
     private volatile String firstError;
-    private final CountDownLatch drained = new CountDownLatch(1);
+    private volatile CountDownLatch drained;
 
     private Ceiling(Driver driver, int nodes) {
         this.driver = driver;
@@ -78,15 +78,56 @@ public final class Ceiling {
                 System.err.println("neo4j-ceiling: cannot reach " + o.db + ": " + e.getMessage());
                 System.exit(1);
             }
-            status = new Ceiling(driver, o.nodes).measure(o);
+            Ceiling ceiling = new Ceiling(driver, o.nodes);
+            if (o.stdin) {
+                status = ceiling.serveStdin(o);
+            } else {
+                status = ceiling.measure(o);
+            }
         } finally {
             driver.closeAsync().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }
         System.exit(status);
     }
 
+    /**
+     * --stdin: one JVM (and one driver pool) for many measurements, so that the client is as
+     * warm as the database. Each line "SECONDS WARMUP" on stdin runs one measurement and
+     * prints its JSON line; EOF or "quit" ends. Between measurements no read is in flight.
+     */
+    private int serveStdin(Options o) throws Exception {
+        java.io.BufferedReader in = new java.io.BufferedReader(
+                new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8));
+        System.err.println("neo4j-ceiling: ready (stdin: SECONDS WARMUP per measurement)");
+        int status = 0;
+        for (String line; (line = in.readLine()) != null; ) {
+            line = line.trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            if (line.equals("quit")) {
+                break;
+            }
+            String[] parts = line.split("\\s+");
+            try {
+                o.seconds = Double.parseDouble(parts[0]);
+                o.warmup = parts.length > 1 ? Double.parseDouble(parts[1]) : 0;
+            } catch (NumberFormatException e) {
+                System.err.println("neo4j-ceiling: stdin: expected SECONDS [WARMUP], got: " + line);
+                status = 2;
+                continue;
+            }
+            status = Math.max(status, measure(o));
+        }
+        return status;
+    }
+
     private int measure(Options o) throws InterruptedException {
         long cpu0 = cpuNanos();
+        stopping = false;
+        recording = false;
+        drained = new CountDownLatch(1);
+        reset();
         inFlight.set(o.concurrency);
         for (int i = 0; i < o.concurrency; i++) {
             next();
@@ -264,17 +305,22 @@ public final class Ceiling {
     /** The command line: --db bolt://HOST:PORT --nodes N --concurrency C --seconds S [--warmup S]. */
     static final class Options {
         static final String USAGE = "usage: run OUT --db bolt://HOST:PORT [--nodes 10000] [--concurrency 64]"
-                + " [--seconds 10] [--warmup 0]";
+                + " [--seconds 10] [--warmup 0] [--stdin]";
         URI db;
         int nodes = 10000;
         int concurrency = 64;
         double seconds = 10;
         double warmup = 0;
+        boolean stdin;
 
         static Options parse(String[] args) {
             Options o = new Options();
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
+                if (a.equals("--stdin")) {
+                    o.stdin = true;
+                    continue;
+                }
                 if (a.equals("-h") || a.equals("--help")) {
                     System.out.println(USAGE);
                     System.exit(0);
