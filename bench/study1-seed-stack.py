@@ -10,7 +10,9 @@ What it does, in one run (Python 3 standard library only):
     --nodes Content nodes with `blocklab seed`;
  3. warms Neo4j with --warm seconds of the query through the Java driver (Neo4j's CPU per
     query falls ~3x over the first ~2 minutes of load: its JIT; 120 s is the default,
-    ~180 s is needed on a loaded machine), printing its CPU per query slice by slice;
+    ~180 s is needed on a loaded machine), printing its CPU per query slice by slice, and
+    going on in 30 s slices while that still falls by more than 15 % a slice (the JIT warms
+    by work done, not by time; up to --warm-max, 600 s);
  4. starts `blocklab serve` and the Play peer, both pinned to --server-cpu, and warms each
     with --server-warm seconds of load on the measured endpoints;
  5. per round: Neo4j's ceiling (peers/neo4j-ceiling: the Java driver's async API, no HTTP,
@@ -403,17 +405,27 @@ class Bench:
         # Warm Neo4j: the query through the Java driver, in slices, Neo4j's CPU per query each.
         log(f"warming Neo4j: {a.warm} s of the query through the Java driver "
             "(its CPU per query falls ~3x over the first ~2 minutes: JIT; ~180 s on a loaded machine)")
+        # The JIT warms by work done, not by time: on a starved machine --warm seconds may
+        # not be enough. After --warm, go on in 30 s slices while Neo4j's CPU per query still
+        # falls by more than 15 % from one slice to the next, up to --warm-max seconds.
         warm_slices = []
-        left = a.warm
-        while left > 0:
-            s = min(30, left)
+        spent = 0
+        while spent < a.warm:
+            s = min(30, a.warm - spent)
             doc = self.ceiling(s, 0)
-            warm_slices.append({"seconds": s, "reads_per_s": doc["reads_per_s"],
-                                "neo4j_cpu_us_per_query": doc["neo4j_cpu_us_per_query"]})
-            log(f"  {s:>3} s: {doc['reads_per_s']:>8,.0f} reads/s, Neo4j {fmt(doc['neo4j_cpu_us_per_query'])} "
+            cost = doc["neo4j_cpu_us_per_query"]
+            warm_slices.append({"seconds": s, "reads_per_s": doc["reads_per_s"], "neo4j_cpu_us_per_query": cost})
+            log(f"  {spent:>4}-{spent + s:<4} s: {doc['reads_per_s']:>8,.0f} reads/s, Neo4j {fmt(cost)} "
                 f"µs CPU per query, errors {doc['errors']}")
-            left -= s
+            spent += s
+            if spent >= a.warm and len(warm_slices) >= 2 and spent < a.warm_max:
+                before = warm_slices[-2]["neo4j_cpu_us_per_query"]
+                if cost and before and cost < 0.85 * before:
+                    log(f"  Neo4j still warming ({fmt(before)} -> {fmt(cost)} µs per query): another 30 s "
+                        f"(up to --warm-max {a.warm_max} s)")
+                    a.warm += 30
         result["neo4j_warm"] = warm_slices
+        result["neo4j_warm_s"] = spent
 
         log("starting the servers (both stay up for the whole run; the idle one waits)")
         bl = self.stack.start_server("blocklab", self.pin(a.server_cpu) + [
@@ -504,7 +516,7 @@ class Bench:
         out.append(f"Placement: Neo4j + load generator on CPU {a.db_cpu}, server on CPU {a.server_cpu} "
                    f"(ceiling client on CPU {a.server_cpu}); load average {res['loadavg_start']} at start, "
                    f"{res['loadavg_end']} at the end; medians over {a.rounds} round(s) of {a.seconds} s; "
-                   f"closed loop -k -c {a.concurrency}; Neo4j warmed {a.warm} s, each server {a.server_warm} s.")
+                   f"closed loop -k -c {a.concurrency}; Neo4j warmed {res.get('neo4j_warm_s', 0)} s, each server {a.server_warm} s.")
         out.append("")
         out.append(f"Neo4j's ceiling (Java driver async, {a.ceiling_concurrency} in flight, no HTTP): "
                    f"{fmt(c_rps)} reads/s, p50 {fmt(summary['ceiling']['p50_us'])} µs, "
@@ -625,6 +637,9 @@ def main():
     p.add_argument("--seconds", type=int, default=10, help="length of each measured load (default 10)")
     p.add_argument("--warm", type=int, default=120,
                    help="seconds of query load to warm Neo4j before measuring (default 120; ~180 on a loaded machine)")
+    p.add_argument("--warm-max", type=int, default=600,
+                   help="after --warm, keep warming in 30 s slices while Neo4j's CPU per query still falls "
+                        ">15 %% per slice, up to this many seconds in all (default 600)")
     p.add_argument("--server-warm", type=int, default=30,
                    help="seconds of load to warm each server, over its endpoints (default 30)")
     p.add_argument("--quick", action="store_true",
@@ -644,7 +659,7 @@ def main():
     p.add_argument("--server-cpu", type=int, default=0, help="CPU of the server under test (default 0)")
     a = p.parse_args()
     if a.quick:
-        a.rounds, a.seconds, a.warm, a.server_warm = 1, 3, 10, 6
+        a.rounds, a.seconds, a.warm, a.server_warm, a.warm_max = 1, 3, 10, 6, 10
         a.ab_requests, a.ab_db_requests, a.ceiling_warmup = 10000, 3000, 2
     a.endpoints = ENDPOINTS if a.all else DEFAULT_ENDPOINTS
     if a.rounds < 1 or a.seconds < 1 or a.warm < 0 or a.server_warm < 0:
