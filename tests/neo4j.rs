@@ -331,10 +331,13 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
     let paths =
         ["/getData?id=7", "/getDataAsync?id=7", "/getDataSpawnBlocking?id=7", "/getDataAkkaAsync?id=7"];
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The paths that have been answered 200: the outage starts once each has.
+    let answered = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
     let mut clients = Vec::new();
     for path in paths {
         for _ in 0..3 {
             let stop = stop.clone();
+            let answered = answered.clone();
             clients.push(tokio::spawn(async move {
                 let mut seen = Vec::new();
                 while !stop.load(Relaxed) {
@@ -345,7 +348,9 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
                         _ => None,
                     };
                     seen.push(Seen { at: started, path, status, took: started.elapsed() });
-                    if status != Some(200) {
+                    if status == Some(200) {
+                        answered.lock().unwrap().insert(path);
+                    } else {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                 }
@@ -353,7 +358,14 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
             }));
         }
     }
+    // At least 1.5 s of load, and a 200 on every path first (a busy machine
+    // can take longer to answer the first reads).
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    let waiting = Instant::now();
+    while answered.lock().unwrap().len() < paths.len() {
+        assert!(waiting.elapsed() < Duration::from_secs(60), "not every path answered 200 within 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     neo4j.kill(); // SIGKILL: a crash, not a clean shutdown
     let killed = Instant::now();
     tokio::time::sleep(Duration::from_millis(2000)).await;
