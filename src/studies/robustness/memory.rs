@@ -13,7 +13,7 @@
 //! * `heap_kib` — a JVM's heap in use at its sampled peak (its performance
 //!   counters); none for the others.
 
-use super::results::{Step, StepStatus};
+use super::results::{PerRequest, Step, StepStatus};
 
 /// What the figures mean, for the reports.
 pub const MEANING: &str = "What one more concurrent slow request costs: the least-squares slope of the \
@@ -22,19 +22,6 @@ pub const MEANING: &str = "What one more concurrent slow request costs: the leas
     counts). Less page cache: the cgroup's usage less its page cache, sampled every 50 ms. JVM heap: the \
     heap in use at its sampled peak (garbage not yet collected included). The cap divided by it is about \
     how many requests fit.";
-
-/// One target's memory per in-flight request.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PerRequest {
-    /// The levels the slopes are taken over (held at 100 %, alive after).
-    pub levels: Vec<usize>,
-    /// Whole process (cgroup peak), KiB per request.
-    pub process_kib: Option<f64>,
-    /// Cgroup usage less page cache, KiB per request.
-    pub less_cache_kib: Option<f64>,
-    /// A JVM's heap in use, KiB per request.
-    pub heap_kib: Option<f64>,
-}
 
 /// The slopes of `steps`; `None` with fewer than two levels held at 100 %.
 pub fn per_request(steps: &[Step]) -> Option<PerRequest> {

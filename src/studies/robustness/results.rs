@@ -133,7 +133,7 @@ pub struct TargetResult {
     /// The highest level answered 100 % within the timeout.
     pub highest_full_success: Option<usize>,
     /// Memory per in-flight request (the slope over the levels held at 100 %).
-    pub per_request: Option<super::memory::PerRequest>,
+    pub per_request: Option<PerRequest>,
     /// Steps whose client failed, with why (`--client jmeter`).
     pub client_failures: Vec<String>,
 }
@@ -173,4 +173,17 @@ pub struct SweepResults {
     pub versions: std::collections::BTreeMap<String, String>,
     /// Per target.
     pub targets: Vec<TargetResult>,
+}
+
+/// One target's memory per in-flight request (computed in `memory.rs`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PerRequest {
+    /// The levels the slopes are taken over (held at 100 %, alive after).
+    pub levels: Vec<usize>,
+    /// Whole process (cgroup peak), KiB per request.
+    pub process_kib: Option<f64>,
+    /// Cgroup usage less page cache, KiB per request.
+    pub less_cache_kib: Option<f64>,
+    /// A JVM's heap in use, KiB per request.
+    pub heap_kib: Option<f64>,
 }
