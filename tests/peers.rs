@@ -1,4 +1,6 @@
-//! The seed's own engines as peers (peers/, built by `scripts/peers`): each
+//! Every server peer that serves `/delay` (peers/*/peer.toml, built by
+//! `scripts/peers build`: the seed's Spring Web and WebFlux apps, Spring Web on
+//! virtual threads, Go's net/http, the bare Tomcat and Netty engines): each
 //! starts, prints its `listening on` line, answers `/test` and `/delay`, and
 //! stops on SIGTERM. The README's test command installs and builds them.
 
@@ -17,9 +19,43 @@ fn peer(name: &str) -> Listening {
     Listening::start(command)
 }
 
+/// `key = "value"` from a peer.toml (the flat form peers/README.md fixes).
+fn manifest_value(text: &str, key: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+    })
+}
+
+/// The server peers whose manifest lists `/delay`, by folder name.
+fn delay_peers() -> Vec<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/peers");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let text = std::fs::read_to_string(path.join("peer.toml")).ok()?;
+            let serves_delay = manifest_value(&text, "endpoints")?.split_whitespace().any(|e| e == "/delay");
+            (manifest_value(&text, "kind")? == "server" && serves_delay)
+                .then(|| manifest_value(&text, "name"))?
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_seed_stack_and_its_neighbours_are_peers() {
+    let names = delay_peers();
+    for name in ["go-nethttp", "netty", "spring-web", "spring-web-vt", "spring-webflux", "tomcat"] {
+        assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_jvm_peer_answers_test_and_delay_and_stops_on_sigterm() {
-    for name in ["tomcat", "netty"] {
+async fn each_server_peer_answers_test_and_delay_and_stops_on_sigterm() {
+    for name in delay_peers() {
+        let name = name.as_str();
         let mut server = peer(name);
         assert_eq!(get(server.addr, "/test").await.body, "works", "{name}");
         let reply = get(server.addr, "/delay?ms=100").await;
@@ -28,7 +64,8 @@ async fn each_jvm_peer_answers_test_and_delay_and_stops_on_sigterm() {
         assert!(reply.elapsed >= Duration::from_millis(100), "{name}: answered before the wait");
         assert_eq!(get(server.addr, "/delay?ms=abc").await.status, 400, "{name}");
         server.sigterm();
-        // The JVM runs its shutdown hooks and exits with 143 (128 + SIGTERM).
+        // A JVM runs its shutdown hooks and exits with 143 (128 + SIGTERM);
+        // Go's default SIGTERM action gives the same status.
         let code = server.exit_within(Duration::from_secs(20));
         assert!(matches!(code, Some(0 | 143)), "{name} exited with {code:?}");
     }

@@ -1,0 +1,190 @@
+//! The seed's Play 2.7 + Akka app (peers/play) on the real Neo4j that
+//! `scripts/test` starts (`NEO4J_URI`): every endpoint answers the node blocklab
+//! answers, bad ids are 400, and the execution models hold as the seed built
+//! them: with Neo4j frozen (SIGSTOP), blocking reads take all of Play's
+//! default-dispatcher threads so that even `/test` waits behind them, while
+//! the same number of async reads leave it free. With `CI=true` a missing
+//! Neo4j is a failure, not a skip.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{Listening, get, output_within};
+
+const NODES: u64 = 1000;
+
+/// Reads in flight while Neo4j is frozen: more than Play's default dispatcher
+/// has threads here (the seed's fork-join: parallelism-min 4, factor 1).
+const IN_FLIGHT: usize = 16;
+
+fn neo4j_uri() -> Option<String> {
+    match std::env::var("NEO4J_URI") {
+        Ok(uri) if !uri.is_empty() => Some(uri),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "CI=true but NEO4J_URI is not set: the Play tests must run in CI (scripts/test starts Neo4j)"
+            )
+        }
+        _ => {
+            eprintln!(
+                "skipped: NEO4J_URI is not set (scripts/test starts Neo4j with scripts/neo4j and sets it)"
+            );
+            None
+        }
+    }
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn seed(uri: &str) {
+    let output = output_within(
+        common::blocklab().args(["seed", "--db", uri, "--nodes", &NODES.to_string()]),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "seed failed: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+fn play(uri: &str) -> Listening {
+    let script = repo().join("scripts/peers");
+    let built = std::process::Command::new(&script).args(["check", "play"]).status().unwrap();
+    assert!(built.success(), "play is not built: run scripts/peers build play");
+    let mut command = std::process::Command::new(script);
+    command.args(["run", "play", "--listen", "127.0.0.1:0", "--db", uri, "--nodes", &NODES.to_string()]);
+    Listening::start(command)
+}
+
+/// The pid of the Neo4j that `scripts/neo4j start PORT` runs for `uri`, if it
+/// is one (its pid file in `.local/neo4j/PORT/`).
+fn managed_neo4j_pid(uri: &str) -> Option<u32> {
+    let port = uri.rsplit(':').next()?.trim_end_matches('/');
+    let text = std::fs::read_to_string(repo().join(".local/neo4j").join(port).join("pid")).ok()?;
+    let pid: u32 = text.trim().parse().ok()?;
+    std::path::Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = std::process::Command::new("kill").args([name, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {name} {pid} failed");
+}
+
+/// Neo4j frozen with SIGSTOP for as long as this lives; SIGCONT on drop, so
+/// that a failing assertion never leaves the shared database stopped.
+struct Frozen(u32);
+
+impl Frozen {
+    fn new(pid: u32) -> Frozen {
+        signal(pid, "-STOP");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
+/// Sends [`IN_FLIGHT`] reads of `path` while Neo4j is frozen and returns how
+/// long `/test` took to answer meanwhile (None: not within 2 s), then thaws
+/// Neo4j and checks that every read is answered with its node.
+async fn test_behind_frozen_reads(addr: SocketAddr, neo4j: u32, path: &str) -> Option<Duration> {
+    let frozen = Frozen::new(neo4j);
+    let reads: Vec<_> = (1..=IN_FLIGHT)
+        .map(|id| {
+            let url = format!("{path}?id={id}");
+            tokio::spawn(async move { (id, get(addr, &url).await) })
+        })
+        .collect();
+    // Let every read reach the dispatcher and wait on Neo4j.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let test = tokio::spawn(async move { get(addr, "/test").await });
+    let waited = tokio::time::timeout(Duration::from_secs(2), async {
+        while !test.is_finished() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let test_elapsed = match waited {
+        Ok(()) => Some(test.await.unwrap().elapsed),
+        Err(_) => None,
+    };
+    drop(frozen);
+    for read in reads {
+        let (id, reply) = tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: no answer 30 s after Neo4j was thawed"))
+            .unwrap();
+        assert_eq!(reply.status, 200, "{path}?id={id}: {}", reply.body);
+        assert_eq!(reply.json()["id"], id as u64, "{path}?id={id}: {}", reply.body);
+    }
+    test_elapsed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn plays_endpoints_answer_blocklabs_node_and_its_models_hold() {
+    let Some(uri) = neo4j_uri() else { return };
+    seed(&uri);
+    let mut server = play(&uri);
+    let addr = server.addr;
+
+    assert_eq!(get(addr, "/test").await.body, "works");
+    let paths = [
+        "/getData",
+        "/getDataAsync",
+        "/getDataAsync2",
+        "/getDataAkka",
+        "/getDataAkkaAsync",
+        "/getDataAkkaAsync2",
+    ];
+    for path in paths {
+        let reply = get(addr, &format!("{path}?id=77")).await;
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        assert_eq!(
+            reply.body,
+            r#"{"id":77,"name":"resource77","code":"test.lp.content.77","mimeType":"application/pdf","contentType":"Resource","body":"body string"}"#,
+            "{path}"
+        );
+        assert_eq!(reply.headers["content-type"], "application/json", "{path}");
+        // A random id in 1..=NODES when none is given, as blocklab.
+        let random = get(addr, path).await;
+        let id = random.json()["id"].as_u64().unwrap_or_else(|| panic!("{path}: {}", random.body));
+        assert!((1..=NODES).contains(&id), "{path}: id {id}");
+        for bad in ["?id=abc", "?id=0", "?id=1001"] {
+            let reply = get(addr, &format!("{path}{bad}")).await;
+            assert_eq!(reply.status, 400, "{path}{bad}: {}", reply.body);
+            assert!(reply.json()["error"].is_string(), "{path}{bad}: {}", reply.body);
+        }
+    }
+
+    match managed_neo4j_pid(&uri) {
+        Some(neo4j) => {
+            // The seed's /getData blocks a dispatcher thread per read: with more
+            // reads waiting than threads, /test queues behind them.
+            let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData").await;
+            assert!(
+                behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
+                "/test answered in {behind_blocking:?} behind {IN_FLIGHT} blocking reads: they did not hold the dispatcher"
+            );
+            // The async reads hold no thread while they wait.
+            for path in ["/getDataAsync", "/getDataAkkaAsync"] {
+                let behind_async = test_behind_frozen_reads(addr, neo4j, path).await;
+                assert!(
+                    behind_async.is_some_and(|t| t < Duration::from_secs(1)),
+                    "/test took {behind_async:?} behind {IN_FLIGHT} reads of {path}: they held the dispatcher"
+                );
+            }
+        }
+        None => eprintln!(
+            "the model checks skipped: {uri} is not a Neo4j that scripts/neo4j started (no pid to freeze)"
+        ),
+    }
+
+    server.sigterm();
+    let code = server.exit_within(Duration::from_secs(20));
+    assert!(matches!(code, Some(0 | 143)), "play exited with {code:?}");
+}
