@@ -17,7 +17,10 @@ use std::time::Duration;
 fn peers_built() -> bool {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let built = ["neo4j", "play"].iter().all(|name| {
-        Command::new(root.join("scripts/peers")).args(["check", name]).output().is_ok_and(|o| o.status.success())
+        Command::new(root.join("scripts/peers"))
+            .args(["check", name])
+            .output()
+            .is_ok_and(|o| o.status.success())
     });
     if !built {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -53,18 +56,27 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     common::validate_schema("schema/bench-results.json", &results);
     let database = results["conditions"]["database_name"].as_str().unwrap().to_string();
-    assert!(database.contains("Neo4j Community 5.26") && database.contains("started by the bench"), "{database}");
+    assert!(
+        database.contains("Neo4j Community 5.26") && database.contains("started by the bench"),
+        "{database}"
+    );
     let cells: Vec<(String, u64, String)> = results["tests"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| {
-            (t["target"].as_str().unwrap().into(), t["test_id"].as_u64().unwrap(), t["status"].as_str().unwrap().into())
+            (
+                t["target"].as_str().unwrap().into(),
+                t["test_id"].as_u64().unwrap(),
+                t["status"].as_str().unwrap().into(),
+            )
         })
         .collect();
-    let expected = [("blocklab", 1, "ok"), ("blocklab", 3, "ok"), ("blocklab", 9, "ok")]
-        .into_iter()
-        .chain([("play", 1, "ok"), ("play", 3, "ok"), ("play", 9, "not served")]);
+    let expected = [("blocklab", 1, "ok"), ("blocklab", 3, "ok"), ("blocklab", 9, "ok")].into_iter().chain([
+        ("play", 1, "ok"),
+        ("play", 3, "ok"),
+        ("play", 9, "not served"),
+    ]);
     assert_eq!(cells, expected.map(|(t, i, s)| (t.to_string(), i, s.to_string())).collect::<Vec<_>>());
     for test in results["tests"].as_array().unwrap() {
         for r in test["runs"].as_array().unwrap() {
@@ -84,7 +96,10 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
     assert_eq!(csv.lines().count(), 1 + 5, "one CSV row per run (play has no Test ID 9)");
     assert!(csv.lines().skip(1).all(|l| l.contains("Neo4j Community 5.26")), "{csv}");
     let markdown = std::fs::read_to_string(out.join("results.md")).unwrap();
-    assert!(markdown.contains("not served by play") && markdown.contains("| blocklab ÷ play |"), "{markdown}");
+    assert!(
+        markdown.contains("not served by play") && markdown.contains("| blocklab ÷ play |"),
+        "{markdown}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Side by side") && html.contains(&database));
     assert!(out.join("charts/side_by_side.svg").exists());

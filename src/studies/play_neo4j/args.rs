@@ -134,9 +134,7 @@ impl BenchArgs {
             return Err("--db-cpus and --db-warm apply to --db neo4j only".to_string());
         }
         let db_warm = match self.db {
-            BenchDb::Managed => {
-                self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 60 }))
-            }
+            BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 60 })),
             _ => Duration::ZERO,
         };
         let requests = self.requests.unwrap_or(if self.quick { 3_000 } else { 100_000 });
@@ -165,7 +163,11 @@ impl BenchArgs {
             targets,
             peers,
             db_client: self.db_client.to_args(),
-            db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) { self.db_latency } else { Duration::ZERO },
+            db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {
+                self.db_latency
+            } else {
+                Duration::ZERO
+            },
             nodes: self.nodes,
             workers: self.workers.map(usize::from),
             quick: self.quick,

@@ -118,7 +118,10 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
         .collect();
     series.push(Series {
         name: "seed (Play 2.7, 2019 laptop)".into(),
-        values: ids.iter().map(|(id, _)| results.seed.iter().find(|s| s.test_id == *id).map(|s| s.rps)).collect(),
+        values: ids
+            .iter()
+            .map(|(id, _)| results.seed.iter().find(|s| s.test_id == *id).map(|s| s.rps))
+            .collect(),
     });
     let title = format!("Requests per second: {} here, and the seed's published run", targets.join(", "));
     let svg = hbars(&title, "requests/s (log scale)", &names, &series, true, None).ok()?;

@@ -238,7 +238,8 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
                     rps(r.rps),
                     ms(r.p99_ms),
                     r.server_cpu_per_request_us,
-                    r.db_cpu_per_request_us.map_or(String::new(), |us| format!(", database {us:.0} µs per request"))
+                    r.db_cpu_per_request_us
+                        .map_or(String::new(), |us| format!(", database {us:.0} µs per request"))
                 )
             })
             .collect();
@@ -250,7 +251,11 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             best[0].0,
             best[1].0,
             if b.rps > 0.0 { a.rps / b.rps } else { 0.0 },
-            if b.server_cpu_per_request_us > 0.0 { a.server_cpu_per_request_us / b.server_cpu_per_request_us } else { 0.0 },
+            if b.server_cpu_per_request_us > 0.0 {
+                a.server_cpu_per_request_us / b.server_cpu_per_request_us
+            } else {
+                0.0
+            },
         ));
     }
     out

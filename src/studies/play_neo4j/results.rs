@@ -269,8 +269,7 @@ impl BenchResults {
     /// Computes `normalized` from `tests` and `seed`.
     pub fn normalize(tests: &[TestRecord], seed: &[SeedRow]) -> Vec<NormalizedRow> {
         let tests: Vec<&TestRecord> = tests.iter().filter(|t| t.target == BLOCKLAB).collect();
-        let ours_test =
-            tests.iter().find(|t| t.test_id == TestId(1)).and_then(|t| t.best()).map(|r| r.rps);
+        let ours_test = tests.iter().find(|t| t.test_id == TestId(1)).and_then(|t| t.best()).map(|r| r.rps);
         let seed_test = seed.iter().find(|s| s.test_id == TestId(1)).map(|s| s.rps);
         tests
             .iter()

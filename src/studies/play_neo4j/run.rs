@@ -212,7 +212,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                     // Requests of the runs before this one, for the progress bar.
                     let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
                     let scraped = matches!(target, Target::Blocklab);
-                    let cell = Cell { api: *api, target: target.name(), scraped, db: database.managed.as_ref() };
+                    let cell =
+                        Cell { api: *api, target: target.name(), scraped, db: database.managed.as_ref() };
                     match run_once(plan, &cell, run_id, &mut server, &bar, done, interrupt) {
                         Ok((run, scrape_info)) => {
                             if !plan.progress {
@@ -320,7 +321,8 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
         }
         BenchDb::Managed => {}
     }
-    let peers = plan.peers.as_ref().ok_or_else(|| anyhow::anyhow!("--db neo4j needs the checkout's peers"))?;
+    let peers =
+        plan.peers.as_ref().ok_or_else(|| anyhow::anyhow!("--db neo4j needs the checkout's peers"))?;
     let cpus = placement::list(&plan.db_cpus);
     let pin = plan.placement.pinned.then_some(cpus.as_str());
     eprintln!("bench: starting Neo4j (scripts/neo4j) on a free loopback port, pinned to CPU {cpus}");

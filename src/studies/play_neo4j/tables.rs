@@ -275,8 +275,10 @@ pub fn failures(results: &BenchResults) -> Option<Table> {
             ]
         })
         .collect();
-    (!rows.is_empty())
-        .then(|| Table { headers: ["Target", "Test ID", "API", "status", "reason"].map(String::from).to_vec(), rows })
+    (!rows.is_empty()).then(|| Table {
+        headers: ["Target", "Test ID", "API", "status", "reason"].map(String::from).to_vec(),
+        rows,
+    })
 }
 
 /// Where each process ran: the server, the load generator and the database.

@@ -95,7 +95,9 @@ mod tests {
         let targets = parse_targets("blocklab,play,blocklab", Some(&peers)).unwrap();
         assert_eq!(targets.len(), 2);
         assert_eq!((targets[0].name(), targets[1].name()), ("blocklab", "play"));
-        assert!(targets[1].serves(Endpoint::GetDataAkka) && !targets[1].serves(Endpoint::GetDataSpawnBlocking));
+        assert!(
+            targets[1].serves(Endpoint::GetDataAkka) && !targets[1].serves(Endpoint::GetDataSpawnBlocking)
+        );
         assert!(parse_targets("tomcat", Some(&peers)).unwrap_err().contains("unknown --target 'tomcat'"));
         assert!(parse_targets(",", None).is_err());
     }
