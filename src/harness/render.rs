@@ -66,7 +66,12 @@ pub struct IndexSection {
 /// studies`): per study its reading (from its `results.md`), what ran and what
 /// was skipped; then where it all ran (the machine, its CPUs and memory) with
 /// the versions of everything that ran, and what the whole job skipped.
-pub fn index(dir: &std::path::Path, studies: &[IndexSection], skipped: &[String]) -> String {
+pub fn index(
+    dir: &std::path::Path,
+    machine: &super::conditions::Machine,
+    studies: &[IndexSection],
+    skipped: &[String],
+) -> String {
     let list = |lines: &[String]| -> String {
         let mut html = String::from("<ul>");
         for line in lines {
@@ -113,7 +118,6 @@ pub fn index(dir: &std::path::Path, studies: &[IndexSection], skipped: &[String]
         }
         versions.extend(study.versions.clone());
     }
-    let machine = super::conditions::machine();
     body += "<h2>Where</h2>";
     body += &list(&[
         format!("{} ({}), kernel {}", machine.hostname, machine.cpu_model, machine.kernel),

@@ -1,6 +1,7 @@
-//! A `blocklab serve` child process for one Test ID: started pinned and
-//! ready (its `listening on` line read), watched while the load runs,
-//! measured from /proc, stopped by its own pid.
+//! A target as a child process — a `blocklab serve`, a peer, any command
+//! that prints `listening on http://ADDR` — started pinned and ready (that
+//! line read), watched while the load runs, measured from /proc
+//! ([`crate::proc`]), stopped by its own pid.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};

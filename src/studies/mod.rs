@@ -17,7 +17,7 @@ pub mod robustness;
 pub mod study;
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -45,6 +45,8 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
     writable_dir(&out)?;
     let names: Vec<String> = STUDIES.iter().map(|s| format!("{} ({})", s.title, s.command)).collect();
     eprintln!("studies: {}; writing into {}", names.join(", then "), out.display());
+    // Before any study pins this process to its CPUs.
+    let machine = crate::harness::conditions::machine();
     let mut skipped = build_peers();
     if let Err(e) = crate::harness::cgroup::available() {
         let line = format!(
@@ -82,18 +84,18 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
         }
     }
     let index = out.join("index.html");
-    let page = crate::harness::render::index(&out, &sections, &skipped);
+    let page = crate::harness::render::index(&out, &machine, &sections, &skipped);
     std::fs::write(&index, page).with_context(|| format!("writing {}", index.display()))?;
     println!("\nevery study: {}", index.display());
     first_failure.map_or(Ok(()), Err)
 }
 
-/// `scripts/peers build NAME` for every peer, a line each with its time;
-/// returns a line per peer that cannot be built here, with why and the one
+/// `scripts/peers build`: every peer whose toolchain is here, a line per
+/// step with its time (the script's own lines, passed on as they come);
+/// returns a line per peer it skipped or could not build, with why and the
 /// command that would add it. The builds are cached in `.local/`: a second
 /// run builds nothing.
 fn build_peers() -> Vec<String> {
-    let mut skipped = Vec::new();
     let peers = match Peers::of_this_checkout() {
         Ok(peers) => peers,
         Err(e) => {
@@ -102,48 +104,38 @@ fn build_peers() -> Vec<String> {
             return vec![line];
         }
     };
-    let script = "scripts/peers";
+    eprintln!("studies: building the peers ({} build)", peers.script.display());
     let started = Instant::now();
-    for peer in &peers.list {
-        let missing = peer.missing();
-        if !missing.is_empty() {
-            let line = format!(
-                "{} skipped: needs {} (not on PATH): run {script} install && {script} build {}",
-                peer.name,
-                missing.join(", "),
-                peer.name
-            );
+    let child = std::process::Command::new(&peers.script)
+        .arg("build")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            let line = format!("peers: cannot run {}: {e}", peers.script.display());
             eprintln!("studies: {line}");
-            skipped.push(line);
-            continue;
+            return vec![line];
         }
-        let step = Instant::now();
-        // The build's own lines go to our stderr as they come.
-        let status = std::process::Command::new(&peers.script)
-            .args(["build", &peer.name])
-            .stdin(Stdio::null())
-            .stdout(if std::io::stdout().is_terminal() { Stdio::inherit() } else { Stdio::null() })
-            .status();
-        let took = step.elapsed().as_secs_f64();
-        match status {
-            Ok(s) if s.success() => {
-                eprintln!("studies: peer {} built or up to date ({took:.1} s)", peer.name)
-            }
-            Ok(s) => {
-                let line = format!(
-                    "{} skipped: its build failed ({s}, {took:.1} s): see {script} build {}",
-                    peer.name, peer.name
-                );
-                eprintln!("studies: {line}");
-                skipped.push(line);
-            }
-            Err(e) => {
-                let line = format!("{} skipped: cannot run {}: {e}", peer.name, peers.script.display());
-                eprintln!("studies: {line}");
-                skipped.push(line);
+    };
+    let mut skipped = Vec::new();
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            if let Some(rest) = line.strip_prefix("peer ")
+                && let Some((name, what)) = rest.split_once(": ")
+            {
+                if let Some(reason) = what.strip_prefix("skipped: ") {
+                    skipped.push(format!("{name} skipped: {reason}"));
+                } else if what.starts_with("build FAILED") {
+                    skipped.push(format!("{name} skipped: its build failed: see scripts/peers build {name}"));
+                }
             }
         }
     }
-    eprintln!("studies: peers ready in {:.1} s", started.elapsed().as_secs_f64());
+    let status = child.wait().map_or_else(|e| e.to_string(), |s| s.to_string());
+    eprintln!("studies: peers ready in {:.1} s ({status})", started.elapsed().as_secs_f64());
     skipped
 }

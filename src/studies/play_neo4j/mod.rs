@@ -110,6 +110,7 @@ fn ran_lines(results: &BenchResults) -> Vec<String> {
         0,
         format!("{} against {}", results.conditions.targets.join(" and "), results.conditions.database_name),
     );
+    lines.insert(1, format!("CPUs: {}", tables::placement(results)));
     lines
 }
 

@@ -59,10 +59,19 @@ pub const STUDY: Study = Study {
 
 /// What ran, for the index page: each target, its cap and its verdict.
 fn ran_lines(results: &SweepResults) -> Vec<String> {
-    results
-        .targets
-        .iter()
-        .map(|t| format!("{}: memory cap {}; {}", t.name, t.cap, reading::verdict(t)))
+    let placement = &results.placement;
+    let cpus = format!(
+        "CPUs: targets on {}, load on {}",
+        crate::harness::placement::list(&placement.server_cpus),
+        crate::harness::placement::list(&placement.load_cpus)
+    );
+    std::iter::once(cpus)
+        .chain(
+            results
+                .targets
+                .iter()
+                .map(|t| format!("{}: memory cap {}; {}", t.name, t.cap, reading::verdict(t))),
+        )
         .collect()
 }
 

@@ -53,12 +53,6 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         versions: crate::harness::conditions::versions(),
         targets: Vec::new(),
     };
-    if plan.targets.iter().any(Target::is_jvm)
-        && let Ok(out) = Command::new("java").arg("-version").output()
-    {
-        let text = String::from_utf8_lossy(&out.stderr);
-        results.versions.insert("java".to_string(), text.lines().next().unwrap_or("").to_string());
-    }
     for target in &plan.targets {
         if let Target::Peer { name, .. } = target {
             if !plan.peers.is_built(name) {
@@ -69,6 +63,13 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
             }
             if let Some(peer) = plan.peers.get(name) {
                 results.versions.insert(name.clone(), peer.versions.clone());
+            }
+            if target.is_jvm()
+                && !results.versions.contains_key("java")
+                && let Ok(out) = Command::new("java").arg("-version").output()
+            {
+                let text = String::from_utf8_lossy(&out.stderr);
+                results.versions.insert("java".to_string(), text.lines().next().unwrap_or("").to_string());
             }
         }
         let result = sweep_target(plan, target, &runtime, interrupt);
