@@ -84,6 +84,10 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "--runs", "0"], "--runs"),
         (vec!["bench", "--db-latency", "soon"], "--db-latency"),
         (vec!["bench", "--out", "/proc/blocklab-cannot-write-here"], "cannot write into"),
+        (vec!["bench", "--target", "tomcat"], "unknown --target 'tomcat'"),
+        (vec!["bench", "--target", "play"], "a peer target reads Neo4j"),
+        (vec!["bench", "--db-warm", "5s"], "--db neo4j only"),
+        (vec!["bench", "--db", "neo4j", "--db-cpus", "x"], "names no CPU"),
     ] {
         let out = common::output_within(
             Command::new(env!("CARGO_BIN_EXE_blocklab")).args(&args),

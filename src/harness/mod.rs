@@ -1,7 +1,8 @@
 //! The harness: what every study's runner needs, and no study's knowledge.
 //! A target started as a child process and watched ([`target`]), the peers
 //! described by their `peer.toml` ([`peers`]), its CPUs ([`placement`]), a
-//! memory-capped cgroup for it ([`cgroup`]), a JVM's heap ([`jvm`]), its `/metrics` read
+//! memory-capped cgroup for it ([`cgroup`]), a JVM's heap ([`jvm`]), a database it starts
+//! and always ends ([`database`]), its `/metrics` read
 //! ([`scrape`]), the machine's conditions ([`conditions`]), the page and
 //! chart pieces every report shares and the index page ([`render`]), the
 //! descriptor limit raised and the runner pinned.
@@ -10,6 +11,7 @@
 
 pub mod cgroup;
 pub mod conditions;
+pub mod database;
 pub mod jvm;
 pub mod peers;
 pub mod placement;

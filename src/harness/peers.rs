@@ -87,6 +87,8 @@ impl Peer {
 /// The peers of one checkout, and the script that builds and runs them.
 #[derive(Debug, Clone)]
 pub struct Peers {
+    /// The checkout (its `peers/` and `scripts/`).
+    pub root: PathBuf,
     /// `scripts/peers`.
     pub script: PathBuf,
     /// Every peer, by name.
@@ -96,7 +98,7 @@ pub struct Peers {
 impl Peers {
     /// The peers under `root/peers/`, run by `script`.
     pub fn discover(root: &Path, script: PathBuf) -> Result<Peers, String> {
-        Ok(Peers { script, list: read_manifests(&root.join("peers"))? })
+        Ok(Peers { root: root.to_path_buf(), script, list: read_manifests(&root.join("peers"))? })
     }
 
     /// The peers of this checkout: `BLOCKLAB_ROOT` or the source tree this

@@ -4,10 +4,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::run::{BenchPlan, parse_apis};
-use crate::flags::{DbClientArgs, parse_db, parse_duration};
+use super::run::{BenchDb, BenchPlan, parse_apis};
+use super::target::{Target, parse_targets};
+use crate::flags::{DbClientArgs, parse_duration};
 use crate::graph::DbUrl;
-use crate::harness::placement::Placement;
+use crate::harness::peers::Peers;
+use crate::harness::placement::{Placement, parse_cpu_list};
 
 /// What `blocklab bench --help` shows after the flags.
 pub const BENCH_EXAMPLES: &str = "\
@@ -20,6 +22,11 @@ Examples:
   blocklab bench --quick                          (a small matrix in about a minute)
   blocklab bench --apis 2,3,9 --db-latency 5ms --out results/latency-5ms
   blocklab bench --workers 4 --runs 3
+  blocklab bench --db neo4j --target blocklab,play
+                                                  (the seed's stack: a Neo4j 5.26 started, seeded, warmed
+                                                   and wiped by the bench; blocklab and the Play peer on it)
+  blocklab bench --db neo4j --db-cpus 1 --db-warm 2m --apis 1,3
+  blocklab bench --db bolt://127.0.0.1:7687       (a Neo4j you run, seeded with `blocklab seed`)
 
 Writes into --out: results.md, results.json, results.csv, charts/*.svg, report.html, raw/.
 BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENCH_TEST_ID).
@@ -46,10 +53,25 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
     pub runs: u32,
 
-    /// Graph database: 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (seeded with `blocklab seed`).
+    /// Graph database: 'embedded', 'neo4j' (a Neo4j 5.26 the bench starts, seeds, warms and wipes:
+    /// scripts/neo4j), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (one you run, seeded with `blocklab seed`).
     #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
-          value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
-    pub db: DbUrl,
+          value_parser = clap::builder::ValueParser::new(BenchDb::parse), value_name = "DB")]
+    pub db: BenchDb,
+
+    /// CPUs of the database `--db neo4j` starts (a taskset list) [default: the load generator's:
+    /// Neo4j and the load share CPU 1, the server gets CPU 0, as measured best on this 2-core machine].
+    #[arg(long, value_name = "LIST")]
+    pub db_cpus: Option<String>,
+
+    /// How long `--db neo4j` is warmed under load before the matrix (its JIT: CPU per query falls
+    /// ~3x over the first ~2 minutes) [default: 60s, or 5s with --quick].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub db_warm: Option<Duration>,
+
+    /// The servers measured: blocklab, or a comma list of blocklab and server peers (play).
+    #[arg(long, default_value = "blocklab", value_name = "LIST")]
+    pub target: String,
 
     /// Database client settings.
     #[command(flatten)]
@@ -85,6 +107,36 @@ impl BenchArgs {
     /// The validated plan (the output folder is not created here).
     pub fn plan(&self) -> Result<BenchPlan, String> {
         let apis = parse_apis(&self.apis)?;
+        let wants_peer = self.target.split(',').any(|t| !t.trim().is_empty() && t.trim() != "blocklab");
+        let peers = if wants_peer || self.db == BenchDb::Managed {
+            Some(Peers::of_this_checkout().map_err(|e| format!("cannot read the peers: {e}"))?)
+        } else {
+            None
+        };
+        let targets = parse_targets(&self.target, peers.as_ref())?;
+        if targets.iter().any(|t| matches!(t, Target::Peer { .. }))
+            && !matches!(self.db, BenchDb::Managed | BenchDb::Url(DbUrl::Neo4j(_)))
+        {
+            return Err("a peer target reads Neo4j: use --db neo4j or --db bolt://HOST:PORT".to_string());
+        }
+        let placement = Placement::detect();
+        let db_cpus = match &self.db_cpus {
+            Some(list) => {
+                let cpus = parse_cpu_list(list);
+                if cpus.is_empty() {
+                    return Err(format!("--db-cpus '{list}' names no CPU (e.g. 1 or 0-1)"));
+                }
+                cpus
+            }
+            None => placement.load_cpus.clone(),
+        };
+        if self.db != BenchDb::Managed && (self.db_cpus.is_some() || self.db_warm.is_some()) {
+            return Err("--db-cpus and --db-warm apply to --db neo4j only".to_string());
+        }
+        let db_warm = match self.db {
+            BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 60 })),
+            _ => Duration::ZERO,
+        };
         let requests = self.requests.unwrap_or(if self.quick { 3_000 } else { 100_000 });
         let connections = self.concurrency as usize;
         if requests < connections as u64 {
@@ -106,8 +158,16 @@ impl BenchArgs {
             requests,
             runs: self.runs,
             db: self.db.clone(),
+            db_cpus,
+            db_warm,
+            targets,
+            peers,
             db_client: self.db_client.to_args(),
-            db_latency: if self.db == DbUrl::Embedded { self.db_latency } else { Duration::ZERO },
+            db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {
+                self.db_latency
+            } else {
+                Duration::ZERO
+            },
             nodes: self.nodes,
             workers: self.workers.map(usize::from),
             quick: self.quick,
@@ -115,7 +175,7 @@ impl BenchArgs {
             exe,
             server_exe,
             progress: false,
-            placement: Placement::detect(),
+            placement,
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use super::results::{BenchResults, TestRecord};
+use super::results::{BLOCKLAB, BenchResults, TestRecord};
 
 pub use crate::harness::render::Chart;
 
@@ -12,7 +12,7 @@ const SERIES_COLORS: [RGBColor; 4] =
 
 /// A named series of values, one per category (None: no bar).
 struct Series {
-    name: &'static str,
+    name: String,
     values: Vec<Option<f64>>,
 }
 
@@ -22,7 +22,9 @@ fn label(t: &TestRecord) -> String {
 
 /// Every chart of the report.
 pub fn all(results: &BenchResults) -> Vec<Chart> {
-    let tests: Vec<&TestRecord> = results.tests.iter().filter(|t| t.best().is_some()).collect();
+    // The per-API charts are blocklab's; the side-by-side chart has every target.
+    let tests: Vec<&TestRecord> =
+        results.tests.iter().filter(|t| t.target == BLOCKLAB && t.best().is_some()).collect();
     let names: Vec<String> = tests.iter().map(|t| label(t)).collect();
     let best = |f: fn(&super::results::RunRecord) -> f64| -> Vec<Option<f64>> {
         tests.iter().map(|t| t.best().map(f)).collect()
@@ -37,7 +39,7 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "rps.svg",
         "Requests per second per API (best run)".to_string(),
         "requests/s (log scale)",
-        vec![Series { name: "RPS", values: best(|r| r.rps) }],
+        vec![Series { name: "RPS".into(), values: best(|r| r.rps) }],
         true,
         None,
     );
@@ -46,10 +48,10 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "Latency percentiles per API (best run)".to_string(),
         "ms (log scale)",
         vec![
-            Series { name: "p50", values: best(|r| r.p50_ms) },
-            Series { name: "p99", values: best(|r| r.p99_ms) },
-            Series { name: "p99.9", values: best(|r| r.p999_ms) },
-            Series { name: "max", values: best(|r| r.max_ms) },
+            Series { name: "p50".into(), values: best(|r| r.p50_ms) },
+            Series { name: "p99".into(), values: best(|r| r.p99_ms) },
+            Series { name: "p99.9".into(), values: best(|r| r.p999_ms) },
+            Series { name: "max".into(), values: best(|r| r.max_ms) },
         ],
         true,
         None,
@@ -60,14 +62,14 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "fraction of /test",
         vec![
             Series {
-                name: "seed (Play 2.7)",
+                name: "seed (Play 2.7)".into(),
                 values: tests
                     .iter()
                     .map(|t| results.normalized.iter().find(|n| n.test_id == t.test_id).and_then(|n| n.seed))
                     .collect(),
             },
             Series {
-                name: "blocklab",
+                name: "blocklab".into(),
                 values: tests
                     .iter()
                     .map(|t| {
@@ -84,13 +86,46 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "How busy the server's threads were (best run)".to_string(),
         "busy ratio (1.0 = never idle; blocked counts as busy)",
         vec![
-            Series { name: "HTTP workers", values: best(|r| r.server.http_busy_ratio) },
-            Series { name: "actor threads", values: best(|r| r.server.actor_busy_ratio) },
+            Series { name: "HTTP workers".into(), values: best(|r| r.server.http_busy_ratio) },
+            Series { name: "actor threads".into(), values: best(|r| r.server.actor_busy_ratio) },
         ],
         false,
         Some(1.05),
     );
+    if let Some(chart) = side_by_side(results) {
+        charts.push(chart);
+    }
     charts
+}
+
+/// Requests per second per Test ID: every target here beside the seed's
+/// published run (best run each).
+fn side_by_side(results: &BenchResults) -> Option<Chart> {
+    let targets = results.target_names();
+    let mut ids: Vec<_> = results.tests.iter().map(|t| (t.test_id, t.api.clone())).collect();
+    ids.sort();
+    ids.dedup();
+    let names: Vec<String> = ids.iter().map(|(id, api)| format!("{id}  {api}")).collect();
+    let mut series: Vec<Series> = targets
+        .iter()
+        .map(|target| Series {
+            name: format!("{target} here"),
+            values: ids
+                .iter()
+                .map(|(id, _)| results.test(target, *id).and_then(TestRecord::best).map(|r| r.rps))
+                .collect(),
+        })
+        .collect();
+    series.push(Series {
+        name: "seed (Play 2.7, 2019 laptop)".into(),
+        values: ids
+            .iter()
+            .map(|(id, _)| results.seed.iter().find(|s| s.test_id == *id).map(|s| s.rps))
+            .collect(),
+    });
+    let title = format!("Requests per second: {} here, and the seed's published run", targets.join(", "));
+    let svg = hbars(&title, "requests/s (log scale)", &names, &series, true, None).ok()?;
+    Some(Chart { file: "side_by_side.svg", title, svg })
 }
 
 fn hbars(
@@ -160,7 +195,7 @@ fn hbars(
                     });
                     chart
                         .draw_series(bars)?
-                        .label(s.name)
+                        .label(s.name.clone())
                         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
                     let texts = s.values.iter().enumerate().filter_map(|(i, v)| {
                         let v = (*v)?;

@@ -22,7 +22,7 @@ fn table(t: &Table) -> String {
     out + "</tbody></table>"
 }
 
-const GLOSSARY: [(&str, &str); 10] = [
+const GLOSSARY: [(&str, &str); 13] = [
     (
         "RPS",
         "completed requests per second, as the load generator measured them (ab's 'Requests per second')",
@@ -47,6 +47,18 @@ const GLOSSARY: [(&str, &str); 10] = [
     ),
     ("server CPU µs/req", "CPU time the server process used during the run, per completed request"),
     ("server peak RSS", "highest resident memory of the server process so far"),
+    (
+        "server threads peak",
+        "most OS threads the server process had during the run, read from /proc every 250 ms (a JVM's include its GC and JIT threads)",
+    ),
+    (
+        "database CPU µs/req",
+        "CPU time the database process used during the run per completed request, from /proc (only for a database the bench started); beside server CPU µs/req it says which process was saturated: at ~1 core-second per second, that one set the rate",
+    ),
+    (
+        "÷ seed, A ÷ B",
+        "a target's best RPS divided by the seed's published RPS (different machines: a rough scale only), and one target's best RPS divided by another's on the same database and placement (this one compares)",
+    ),
     (
         "÷ /test",
         "an API's best RPS divided by /test's best RPS: how much of the HTTP stack's ceiling the model keeps",
@@ -89,6 +101,12 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += "</ul>";
     body += "<h2>Results, in the seed's columns</h2><p>Times in ms, measured by the load generator.</p>";
     body += &table(&tables::seed_columns(results));
+    body += &format!(
+        "<h2>Side by side: each server here and the seed's published run</h2><p>Database: {}. Placement: {}.</p>",
+        escape(&results.conditions.database_name),
+        escape(&tables::placement(results))
+    );
+    body += &table(&tables::side_by_side(results));
     body += "<h2>Normalized to /test, beside the seed</h2>";
     body += "<p>Absolute numbers from different machines do not compare; the fraction of the HTTP stack's ceiling \
              each model keeps does. The seed's figures are the better of its two runs, on a 4-core laptop.</p>";

@@ -17,13 +17,14 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod tables;
+pub mod target;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 pub use args::BenchArgs;
-pub use run::{BenchPlan, parse_apis};
+pub use run::{BenchDb, BenchPlan, parse_apis};
 
 use super::study::{Study, StudyRun};
 use crate::command::{watch_for_interrupt, writable_dir};
@@ -38,16 +39,55 @@ pub const STUDY: Study = Study {
               what the server's threads did.",
     check: |out, quick| BenchArgs::alone(out, quick)?.plan().map(|_| ()),
     run: |out, quick| {
-        let args = match BenchArgs::alone(out, quick) {
+        let mut args = match BenchArgs::alone(out, quick) {
             Ok(args) => args,
             Err(e) => return StudyRun::failed(Failure::Usage(e)),
         };
+        let mut skipped = Vec::new();
+        match seed_stack() {
+            Ok(()) => {
+                args.db = BenchDb::Managed;
+                args.target = format!("{},{SEED_APP}", results::BLOCKLAB);
+            }
+            Err(why) => {
+                let line = format!(
+                    "study 1 ran on the embedded database, not on the seed's stack: {why}; with Java 17 and Maven, \
+                     `scripts/peers build {SEED_APP} {SEED_DB}` then `blocklab bench --db neo4j --target \
+                     blocklab,{SEED_APP}` adds Neo4j 5.26 and the seed's Play app"
+                );
+                eprintln!("bench: {line}");
+                skipped.push(line);
+            }
+        }
         let results = bench_run(&args);
         let ran = results.as_ref().ok().map(ran_lines).unwrap_or_default();
         let versions = results.as_ref().map(|r| r.conditions.versions.clone()).unwrap_or_default();
-        StudyRun { outcome: results.map(|_| ()), ran, skipped: Vec::new(), versions }
+        StudyRun { outcome: results.map(|_| ()), ran, skipped, versions }
     },
 };
+
+/// The seed's application, as a server peer (`peers/play`).
+const SEED_APP: &str = "play";
+/// The seed's database, as a database peer (`peers/neo4j`).
+const SEED_DB: &str = "neo4j";
+
+/// Whether the main job can run study 1 on the seed's own stack: both peers
+/// present, their toolchain on `PATH`, and built (the main job builds every
+/// peer it can before the studies). The error says what is missing.
+fn seed_stack() -> Result<(), String> {
+    let peers = crate::harness::peers::Peers::of_this_checkout()?;
+    for name in [SEED_APP, SEED_DB] {
+        let peer = peers.get(name).ok_or_else(|| format!("no peers/{name}"))?;
+        let missing = peer.missing();
+        if !missing.is_empty() {
+            return Err(format!("{} not found (peers/{name} needs them)", missing.join(" and ")));
+        }
+        if !peers.is_built(name) {
+            return Err(format!("peers/{name} is not built (`scripts/peers check {name}` fails)"));
+        }
+    }
+    Ok(())
+}
 
 /// What ran, for the index page: the server, the database, each Test ID.
 fn ran_lines(results: &BenchResults) -> Vec<String> {
@@ -55,11 +95,22 @@ fn ran_lines(results: &BenchResults) -> Vec<String> {
         .tests
         .iter()
         .map(|t| {
-            format!("Test ID {} {} ({}): {} runs, {}", t.test_id, t.api, t.model, t.runs.len(), t.status)
+            format!(
+                "{} Test ID {} {} ({}): {} runs, {}",
+                t.target,
+                t.test_id,
+                t.api,
+                t.model,
+                t.runs.len(),
+                t.status
+            )
         })
         .collect();
-    lines.insert(0, format!("blocklab serve against {}", results.conditions.database));
-    lines.insert(1, format!("CPUs: {}", results.conditions.placement));
+    lines.insert(
+        0,
+        format!("{} against {}", results.conditions.targets.join(" and "), results.conditions.database_name),
+    );
+    lines.insert(1, format!("CPUs: {}", tables::placement(results)));
     lines
 }
 
@@ -77,12 +128,14 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
         eprintln!("blocklab: warning: {warning}");
     }
     eprintln!(
-        "bench: {} APIs x {} runs of {} requests (-c {}), {}; writing to {}",
+        "bench: {} x {} APIs x {} runs of {} requests (-c {}), {}, database {}; writing to {}",
+        plan.targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(","),
         plan.apis.len(),
         plan.runs,
         plan.requests,
         plan.connections,
         plan.placement,
+        plan.db,
         plan.out.display()
     );
     let interrupt = Arc::new(AtomicBool::new(false));
@@ -90,6 +143,13 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
     let results = run::run(&plan, &interrupt)?;
     let written = report::write_all(&results, &plan.out)?;
     print!("{}", tables::seed_columns(&results).markdown());
+    println!();
+    println!("database: {}", results.conditions.database_name);
+    println!("placement: {}", tables::placement(&results));
+    if results.target_names().len() > 1 || results.conditions.db_warm_s > 0.0 {
+        println!();
+        print!("{}", tables::side_by_side(&results).markdown());
+    }
     println!();
     println!("wall time {:.0} s; {} files in {}", results.wall_s, written.len(), plan.out.display());
     println!("report: {}", plan.out.join("report.html").display());
@@ -99,8 +159,8 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
     let failed: Vec<String> = results
         .tests
         .iter()
-        .filter(|t| t.status != results::RunStatus::Ok)
-        .map(|t| format!("{} {}", t.test_id, t.api))
+        .filter(|t| !matches!(t.status, results::RunStatus::Ok | results::RunStatus::NotServed))
+        .map(|t| format!("{} {} {}", t.target, t.test_id, t.api))
         .collect();
     if !failed.is_empty() {
         return Err(Failure::Failed(anyhow::anyhow!(

@@ -2,12 +2,12 @@
 //! runtime figure that explains each result. Every sentence is computed from
 //! the recorded figures; where a figure is missing the sentence is left out.
 
-use super::results::{BenchResults, RunRecord, RunStatus, TestRecord};
+use super::results::{BLOCKLAB, BenchResults, RunRecord, RunStatus, TestRecord};
 use super::tables::{ms, pct, rps};
 use crate::server::Endpoint;
 
 fn best(results: &BenchResults, endpoint: Endpoint) -> Option<(&TestRecord, &RunRecord)> {
-    let test = results.tests.iter().find(|t| Some(t.test_id) == endpoint.test_id())?;
+    let test = results.test(BLOCKLAB, endpoint.test_id()?)?;
     Some((test, test.best()?))
 }
 
@@ -29,7 +29,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     let data: Vec<(&TestRecord, &RunRecord)> = results
         .tests
         .iter()
-        .filter(|t| Some(t.test_id) != Endpoint::Test.test_id())
+        .filter(|t| t.target == BLOCKLAB && Some(t.test_id) != Endpoint::Test.test_id())
         .filter_map(|t| Some((t, t.best()?)))
         .collect();
     if let (Some(fast), Some(slow)) = (
@@ -190,13 +190,72 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if failed > 0 {
         out.push(format!("{failed} requests failed without a response (see the per-run table for where)."));
     }
-    for t in results.tests.iter().filter(|t| t.status != RunStatus::Ok) {
+    out.extend(side_by_side(results));
+    for t in results.tests.iter().filter(|t| !matches!(t.status, RunStatus::Ok | RunStatus::NotServed)) {
         out.push(format!(
-            "Test ID {} {} {}: {}",
+            "{} Test ID {} {} {}: {}",
+            t.target,
             t.test_id,
             t.api,
             t.status,
             t.failure.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+/// The sentences that compare the targets on one database: which process
+/// was saturated (server or database CPU per request), and the ratios.
+fn side_by_side(results: &BenchResults) -> Vec<String> {
+    let mut out = Vec::new();
+    let targets = results.target_names();
+    let c = &results.conditions;
+    if c.db_warm_s > 0.0 {
+        out.push(format!(
+            "The database, {}, was warmed for {:.0} s under load before the matrix: Neo4j's JIT makes a query \
+             about 3× cheaper over its first ~2 minutes, and a cold one would make whichever server ran first \
+             look slow.",
+            c.database_name, c.db_warm_s
+        ));
+    }
+    if targets.len() < 2 {
+        return out;
+    }
+    for endpoint in [Endpoint::Test, Endpoint::GetDataAsync, Endpoint::GetDataAkkaAsync] {
+        let Some(id) = endpoint.test_id() else { continue };
+        let best: Vec<(&str, &RunRecord)> = targets
+            .iter()
+            .filter_map(|t| Some((*t, results.test(t, id).and_then(TestRecord::best)?)))
+            .collect();
+        if best.len() < 2 {
+            continue;
+        }
+        let parts: Vec<String> = best
+            .iter()
+            .map(|(t, r)| {
+                format!(
+                    "{t} {} req/s, p99 {} ms, {:.0} µs of server CPU per request{}",
+                    rps(r.rps),
+                    ms(r.p99_ms),
+                    r.server_cpu_per_request_us,
+                    r.db_cpu_per_request_us
+                        .map_or(String::new(), |us| format!(", database {us:.0} µs per request"))
+                )
+            })
+            .collect();
+        let (a, b) = (best[0].1, best[1].1);
+        out.push(format!(
+            "{}: {}; {} ÷ {} = {:.2} in requests/s, {:.2} in server CPU per request.",
+            endpoint.path(),
+            parts.join("; "),
+            best[0].0,
+            best[1].0,
+            if b.rps > 0.0 { a.rps / b.rps } else { 0.0 },
+            if b.server_cpu_per_request_us > 0.0 {
+                a.server_cpu_per_request_us / b.server_cpu_per_request_us
+            } else {
+                0.0
+            },
         ));
     }
     out

@@ -43,6 +43,9 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
     }
     out += "## Results (the seed's columns; times in ms)\n\n";
     out += &tables::seed_columns(results).markdown();
+    out += &format!("\nDatabase: {}.\n", results.conditions.database_name);
+    out += "\n## Side by side: each server here, the seed's published run, the ratios\n\n";
+    out += &tables::side_by_side(results).markdown();
     out += "\n## Normalized to /test, beside the seed's Play figures\n\n";
     out += &tables::normalized(results).markdown();
     out += "\n## Reading\n\n";
@@ -73,6 +76,8 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
         for r in &t.runs {
             let s = &r.server;
             out.serialize(CsvRow {
+                target: &t.target,
+                database: &results.conditions.database_name,
                 test_id: t.test_id.to_string(),
                 run_id: r.run_id,
                 api: &t.api,
@@ -90,6 +95,9 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
                 server_cpu_s: Fixed(r.server_cpu_s),
                 server_cpu_per_request_us: Fixed(r.server_cpu_per_request_us),
                 server_peak_rss_mib: Fixed(r.server_peak_rss_mib),
+                server_threads_max: r.server_threads_max,
+                db_cpu_s: r.db_cpu_s.map(Fixed),
+                db_cpu_per_request_us: r.db_cpu_per_request_us.map(Fixed),
                 http_busy_ratio: Fixed(s.http_busy_ratio),
                 actor_busy_ratio: Fixed(s.actor_busy_ratio),
                 blocking_threads_max: s.blocking_threads_max,
@@ -110,6 +118,8 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
 /// One row of `results.csv`; the field names are the header.
 #[derive(serde::Serialize)]
 struct CsvRow<'a> {
+    target: &'a str,
+    database: &'a str,
     test_id: String,
     run_id: u32,
     api: &'a str,
@@ -127,6 +137,9 @@ struct CsvRow<'a> {
     server_cpu_s: Fixed<3>,
     server_cpu_per_request_us: Fixed<2>,
     server_peak_rss_mib: Fixed<2>,
+    server_threads_max: Option<u64>,
+    db_cpu_s: Option<Fixed<3>>,
+    db_cpu_per_request_us: Option<Fixed<2>>,
     http_busy_ratio: Fixed<4>,
     actor_busy_ratio: Fixed<4>,
     blocking_threads_max: u64,

@@ -12,7 +12,7 @@ use crate::harness::scrape::ServerFigures;
 pub use crate::server::endpoint::TestId;
 
 /// The version of the `results.json` shape.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One row of the seed study's table (Play 2.7 + Neo4j + Akka, best of two runs).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -89,6 +89,14 @@ pub struct RunRecord {
     pub server_cpu_per_request_us: f64,
     /// Server peak RSS so far (MiB).
     pub server_peak_rss_mib: f64,
+    /// The server's most OS threads seen during the run (/proc, sampled every 250 ms).
+    pub server_threads_max: Option<u64>,
+    /// CPU time the database process used during the run (s); None when its
+    /// process is not one the bench started (`--db bolt://…` of the user's).
+    pub db_cpu_s: Option<f64>,
+    /// Database CPU time per completed request (µs): with the server's, it
+    /// says which process was saturated.
+    pub db_cpu_per_request_us: Option<f64>,
     /// The server's own figures.
     pub server: ServerFigures,
     /// The load generator's JSON for this run, relative to the output folder.
@@ -105,6 +113,9 @@ pub enum RunStatus {
     Failed,
     /// Stopped by SIGINT/SIGTERM.
     Interrupted,
+    /// The target does not serve this API (a peer without the endpoint).
+    #[serde(rename = "not served")]
+    NotServed,
 }
 
 impl std::fmt::Display for RunStatus {
@@ -113,6 +124,7 @@ impl std::fmt::Display for RunStatus {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::NotServed => "not served",
         })
     }
 }
@@ -120,6 +132,8 @@ impl std::fmt::Display for RunStatus {
 /// One API (Test ID): a fresh server, `runs` loads.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TestRecord {
+    /// The server measured: `blocklab`, or a peer's name (`play`).
+    pub target: String,
     /// Test ID (the seed's, 9 and up for blocklab's own endpoints).
     pub test_id: TestId,
     /// Path.
@@ -183,6 +197,13 @@ pub struct Conditions {
     pub versions: BTreeMap<String, String>,
     /// The database, in words.
     pub database: String,
+    /// The database's name and version, and where it ran
+    /// (`Neo4j Community 5.26.19, managed, CPU 1`), as every output names it.
+    pub database_name: String,
+    /// How long the database was warmed before the matrix (s; 0: not warmed).
+    pub db_warm_s: f64,
+    /// The servers measured, each with its versions.
+    pub targets: Vec<String>,
 }
 
 /// An API's best RPS as a fraction of `/test`, beside the seed's.
@@ -225,11 +246,30 @@ pub struct BenchResults {
     pub normalized: Vec<NormalizedRow>,
 }
 
+/// The name of blocklab's own server among the targets.
+pub const BLOCKLAB: &str = "blocklab";
+
 impl BenchResults {
+    /// The record of `target`'s `test_id`.
+    pub fn test(&self, target: &str, test_id: TestId) -> Option<&TestRecord> {
+        self.tests.iter().find(|t| t.target == target && t.test_id == test_id)
+    }
+
+    /// The targets that ran, in order.
+    pub fn target_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for t in &self.tests {
+            if !names.contains(&t.target.as_str()) {
+                names.push(&t.target);
+            }
+        }
+        names
+    }
+
     /// Computes `normalized` from `tests` and `seed`.
     pub fn normalize(tests: &[TestRecord], seed: &[SeedRow]) -> Vec<NormalizedRow> {
-        let ours_test =
-            tests.iter().find(|t| t.test_id == TestId(1)).and_then(TestRecord::best).map(|r| r.rps);
+        let tests: Vec<&TestRecord> = tests.iter().filter(|t| t.target == BLOCKLAB).collect();
+        let ours_test = tests.iter().find(|t| t.test_id == TestId(1)).and_then(|t| t.best()).map(|r| r.rps);
         let seed_test = seed.iter().find(|s| s.test_id == TestId(1)).map(|s| s.rps);
         tests
             .iter()
@@ -255,6 +295,7 @@ mod tests {
 
     fn test(id: u32, rps: &[f64]) -> TestRecord {
         TestRecord {
+            target: BLOCKLAB.to_string(),
             test_id: TestId(id),
             api: format!("/api{id}"),
             model: String::new(),
@@ -280,6 +321,9 @@ mod tests {
                     server_cpu_s: 0.0,
                     server_cpu_per_request_us: 0.0,
                     server_peak_rss_mib: 0.0,
+                    server_threads_max: None,
+                    db_cpu_s: None,
+                    db_cpu_per_request_us: None,
                     server: ServerFigures::default(),
                     load_json: String::new(),
                 })

@@ -24,8 +24,11 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::results::{BenchResults, Conditions, Parameters, RunRecord, RunStatus, TestId, TestRecord};
+use super::target::Target;
 use crate::graph::DbUrl;
 use crate::harness::conditions;
+use crate::harness::database::ManagedNeo4j;
+use crate::harness::peers::Peers;
 use crate::harness::placement::{self, Placement};
 use crate::harness::scrape::{Scrape, ServerFigures};
 use crate::harness::target::ServerProcess;
@@ -36,6 +39,32 @@ use crate::server::Endpoint;
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// A run whose server answers no request for this long is stopped and failed.
 const STALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// The database of a bench run: one the bench starts and ends, or one given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BenchDb {
+    /// `--db neo4j`: the project's Neo4j, started on a free loopback port,
+    /// pinned, seeded and warmed before the matrix, stopped and wiped after.
+    Managed,
+    /// `--db embedded|falkor://…|bolt://…`.
+    Url(DbUrl),
+}
+
+impl BenchDb {
+    /// Parses `--db`.
+    pub fn parse(s: &str) -> Result<BenchDb, String> {
+        if s == "neo4j" { Ok(BenchDb::Managed) } else { s.parse().map(BenchDb::Url) }
+    }
+}
+
+impl std::fmt::Display for BenchDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BenchDb::Managed => f.write_str("neo4j (managed)"),
+            BenchDb::Url(url) => write!(f, "{url}"),
+        }
+    }
+}
 
 /// A whole bench run, validated.
 #[derive(Debug, Clone)]
@@ -49,7 +78,15 @@ pub struct BenchPlan {
     /// Runs per API.
     pub runs: u32,
     /// Database.
-    pub db: DbUrl,
+    pub db: BenchDb,
+    /// CPUs of a managed database.
+    pub db_cpus: Vec<usize>,
+    /// How long a managed database is warmed before the matrix.
+    pub db_warm: Duration,
+    /// The servers measured, in order.
+    pub targets: Vec<Target>,
+    /// The peers of this checkout (read when a peer or a managed database is asked for).
+    pub peers: Option<Peers>,
     /// Client flags for a networked database (`--db-pool` ...), passed to each server.
     pub db_client: Vec<String>,
     /// Simulated round trip per read.
@@ -111,27 +148,43 @@ enum RunError {
     Failed(String),
 }
 
+/// The database the servers read during a run, with what the bench knows of it.
+struct Database {
+    /// The URL the servers get (through their environment).
+    url: DbUrl,
+    /// The database's process when the bench started it.
+    managed: Option<ManagedNeo4j>,
+    /// Its name, version and CPUs, as every output names it.
+    name: String,
+}
+
 /// Runs the matrix. `interrupt` is checked between and during runs.
 pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResults> {
     std::fs::create_dir_all(plan.out.join("raw"))?;
     let started_at = SystemTime::now();
     let clock = Instant::now();
-    let total = plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
+    // Started (and, when managed, seeded and warmed) first; dropped last,
+    // which stops and wipes a managed one on every path out of here.
+    let database = open_database(plan, interrupt)?;
+    let total = plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut tests = Vec::with_capacity(plan.apis.len());
-    let mut interrupted = false;
+    let mut tests = Vec::with_capacity(plan.apis.len() * plan.targets.len());
+    let mut interrupted = interrupt.load(Relaxed);
     let mut info = Vec::new();
-    for (i, api) in plan.apis.iter().enumerate() {
-        if interrupt.load(Relaxed) {
+    let cells: Vec<(&Target, &Endpoint)> =
+        plan.targets.iter().flat_map(|t| plan.apis.iter().map(move |a| (t, a))).collect();
+    for (i, (target, api)) in cells.iter().copied().enumerate() {
+        if interrupted || interrupt.load(Relaxed) {
             interrupted = true;
             break;
         }
         let test_id = api.test_id().unwrap_or(TestId(0));
         let mut record = TestRecord {
+            target: target.name().to_string(),
             test_id,
             api: api.path().to_string(),
             model: api.model().to_string(),
@@ -139,46 +192,47 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             failure: None,
             runs: Vec::new(),
         };
-        bar.set_message(format!("Test ID {test_id} {} ({}/{})", api.path(), i + 1, plan.apis.len()));
-        let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-        let started = ServerProcess::start(
-            &plan.server_exe,
-            &server_args(plan),
-            pin.as_deref(),
-            &[("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()), ("BLOCKLAB_DB", plan.db.full_url())],
-            Duration::from_secs(300),
-        );
-        match started {
+        let who = format!("{} Test ID {test_id} {}", target.name(), api.path());
+        bar.set_message(format!("{who} ({}/{})", i + 1, cells.len()));
+        if !target.serves(*api) {
+            record.status = RunStatus::NotServed;
+            record.failure = Some(format!("not served by {}", target.name()));
+            say(plan, &bar, format!("{who}: not served by {}", target.name()));
+            tests.push(record);
+            continue;
+        }
+        match start_server(plan, target, &database, test_id) {
             Err(reason) => {
                 record.status = RunStatus::Failed;
                 record.failure = Some(format!("server failed to start: {reason}"));
-                say(
-                    plan,
-                    &bar,
-                    format!("Test ID {test_id} {}: {}", api.path(), record.failure.as_deref().unwrap_or("")),
-                );
+                say(plan, &bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
             }
             Ok(mut server) => {
                 for run_id in 1..=plan.runs {
                     // Requests of the runs before this one, for the progress bar.
                     let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
-                    match run_once(plan, *api, run_id, &mut server, &bar, done, interrupt) {
+                    let scraped = matches!(target, Target::Blocklab);
+                    let cell =
+                        Cell { api: *api, target: target.name(), scraped, db: database.managed.as_ref() };
+                    match run_once(plan, &cell, run_id, &mut server, &bar, done, interrupt) {
                         Ok((run, scrape_info)) => {
                             if !plan.progress {
                                 say(
                                     plan,
                                     &bar,
                                     format!(
-                                        "Test ID {test_id} {} run {run_id}/{}: {:.0} req/s, mean {:.1} ms, p99 {:.1} ms, \
-                                     max {:.0} ms, {} errors, {} non-2xx",
-                                        api.path(),
+                                        "{who} run {run_id}/{}: {:.0} req/s, mean {:.1} ms, p99 {:.1} ms, \
+                                         max {:.0} ms, {} errors, {} non-2xx, server {:.0} µs/req{}",
                                         plan.runs,
                                         run.rps,
                                         run.mean_ms,
                                         run.p99_ms,
                                         run.max_ms,
                                         run.error_total,
-                                        run.non_2xx
+                                        run.non_2xx,
+                                        run.server_cpu_per_request_us,
+                                        run.db_cpu_per_request_us
+                                            .map_or(String::new(), |us| format!(", database {us:.0} µs/req")),
                                     ),
                                 );
                             }
@@ -195,11 +249,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                         Err(RunError::Failed(reason)) => {
                             record.status = RunStatus::Failed;
                             record.failure = Some(format!("run {run_id}: {reason}"));
-                            say(
-                                plan,
-                                &bar,
-                                format!("Test ID {test_id} {} run {run_id} failed: {reason}", api.path()),
-                            );
+                            say(plan, &bar, format!("{who} run {run_id} failed: {reason}"));
                             break;
                         }
                     }
@@ -209,9 +259,6 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         }
         bar.set_position((i as u64 + 1) * u64::from(plan.runs) * plan.requests);
         tests.push(record);
-        if interrupted {
-            break;
-        }
     }
     bar.finish_and_clear();
     let info_value = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
@@ -228,7 +275,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             requests: plan.requests,
             runs: plan.runs,
             keep_alive: true,
-            db: plan.db.to_string(),
+            db: database.url.to_string(),
             db_latency_ms: plan.db_latency.as_secs_f64() * 1000.0,
             nodes: plan.nodes,
             workers_requested: plan.workers,
@@ -237,8 +284,12 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             quick: plan.quick,
         },
         versions: conditions::versions(),
-        database: describe_db(plan),
+        database: describe_db(plan, &database),
+        database_name: database.name.clone(),
+        db_warm_s: if database.managed.is_some() { plan.db_warm.as_secs_f64() } else { 0.0 },
+        targets: plan.targets.iter().map(Target::describe).collect(),
     };
+    drop(database);
     let seed = super::results::seed_table();
     let normalized = BenchResults::normalize(&tests, &seed);
     Ok(BenchResults {
@@ -256,6 +307,134 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     })
 }
 
+/// The database of the run: the one given, or a Neo4j started now (pinned
+/// to `--db-cpus`), seeded with the study's nodes and warmed.
+fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Database> {
+    match &plan.db {
+        BenchDb::Url(url) => {
+            let name = match url {
+                DbUrl::Embedded => format!("embedded Grafeo {}", grafeo::VERSION),
+                DbUrl::Falkor(_) => format!("FalkorDB at {url} (run by the user)"),
+                DbUrl::Neo4j(_) => format!("Neo4j at {url} (run by the user; its CPU not measured)"),
+            };
+            return Ok(Database { url: url.clone(), managed: None, name });
+        }
+        BenchDb::Managed => {}
+    }
+    let peers =
+        plan.peers.as_ref().ok_or_else(|| anyhow::anyhow!("--db neo4j needs the checkout's peers"))?;
+    let cpus = placement::list(&plan.db_cpus);
+    let pin = plan.placement.pinned.then_some(cpus.as_str());
+    eprintln!("bench: starting Neo4j (scripts/neo4j) on a free loopback port, pinned to CPU {cpus}");
+    let started = Instant::now();
+    let neo4j = ManagedNeo4j::start(peers, pin).map_err(|e| anyhow::anyhow!("--db neo4j: {e}"))?;
+    let url: DbUrl = neo4j.url().parse().map_err(|e| anyhow::anyhow!("{}: {e}", neo4j.url()))?;
+    let name = format!(
+        "{} (started by the bench on 127.0.0.1:{}, pid {}, {})",
+        neo4j.version,
+        neo4j.port(),
+        neo4j.pid(),
+        if pin.is_some() { format!("CPU {cpus}") } else { "not pinned".to_string() }
+    );
+    eprintln!("bench: {name} up in {:.1} s; seeding {} nodes", started.elapsed().as_secs_f64(), plan.nodes);
+    let database = Database { url, managed: Some(neo4j), name };
+    let seeded = Command::new(&plan.exe)
+        .args(["seed", "--nodes", &plan.nodes.to_string()])
+        .env("BLOCKLAB_DB", database.url.full_url())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .process_group(0)
+        .output()?;
+    if !seeded.status.success() {
+        anyhow::bail!(
+            "seeding {} failed ({}): {}",
+            database.url,
+            seeded.status,
+            String::from_utf8_lossy(&seeded.stderr).trim()
+        );
+    }
+    if !plan.db_warm.is_zero() && !interrupt.load(Relaxed) {
+        warm(plan, &database)?;
+    }
+    Ok(database)
+}
+
+/// Warms the database: its JIT compiles the query path under load, and its
+/// CPU per query falls about 3x over the first ~2 minutes. A measurement on
+/// a cold Neo4j is wrong by that much (a by-hand comparison once made the
+/// server measured second look 3.7x faster), so every target meets a warm one.
+/// Load: blocklab's `/getDataAsync`, -c 64, for `--db-warm`.
+fn warm(plan: &BenchPlan, database: &Database) -> anyhow::Result<()> {
+    eprintln!(
+        "bench: warming Neo4j for {} (blocklab /getDataAsync, -c 64; its JIT makes a query ~3x cheaper over \
+         the first ~2 minutes of load; --db-warm DUR changes this)",
+        humantime::format_duration(plan.db_warm)
+    );
+    let cpu_before = database.managed.as_ref().and_then(ManagedNeo4j::cpu_time);
+    let mut server = start_server(plan, &Target::Blocklab, database, TestId(0))
+        .map_err(|e| anyhow::anyhow!("the warm-up server failed to start: {e}"))?;
+    let json = plan.out.join("raw/warm-up.json");
+    let stop = ["-z".to_string(), format!("{}ms", plan.db_warm.as_millis().max(1))];
+    let url = format!("http://{}/getDataAsync", server.addr());
+    let mut load = load_command(plan, &url, &json, plan.connections.min(64), &stop);
+    load.stdout(Stdio::null()).stderr(Stdio::null());
+    let status = load.status();
+    server.stop(Duration::from_secs(15));
+    let report: Option<LoadReport> =
+        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let cpu = match (cpu_before, database.managed.as_ref().and_then(ManagedNeo4j::cpu_time)) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => Duration::ZERO,
+    };
+    match report {
+        Some(r) if r.completed > 0 => eprintln!(
+            "bench: warmed: {} reads in {:.0} s ({:.0} req/s), Neo4j {:.0} µs CPU per read on average while warming",
+            r.completed,
+            r.duration_s,
+            r.rps,
+            cpu.as_secs_f64() * 1e6 / r.completed as f64
+        ),
+        _ => anyhow::bail!("warming the database answered nothing ({status:?})"),
+    }
+    Ok(())
+}
+
+/// A fresh server of `target` on `database`, pinned to the server's CPUs.
+fn start_server(
+    plan: &BenchPlan,
+    target: &Target,
+    database: &Database,
+    test_id: TestId,
+) -> Result<ServerProcess, String> {
+    let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
+    match target {
+        Target::Blocklab => ServerProcess::start(
+            &plan.server_exe,
+            &server_args(plan),
+            pin.as_deref(),
+            &[("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()), ("BLOCKLAB_DB", database.url.full_url())],
+            Duration::from_secs(300),
+        ),
+        Target::Peer { name, .. } => {
+            let peers = plan.peers.as_ref().ok_or("the peers were not read")?;
+            let mut command = match &pin {
+                Some(cpus) => {
+                    let mut c = Command::new("taskset");
+                    c.args(["-c", cpus]).arg(&peers.script);
+                    c
+                }
+                None => Command::new(&peers.script),
+            };
+            // A peer takes its database on the command line: a managed one
+            // has no credentials to show.
+            command
+                .args(["run", name, "--listen", "127.0.0.1:0", "--db", &database.url.full_url()])
+                .args(["--nodes", &plan.nodes.to_string()]);
+            ServerProcess::spawn(command, Duration::from_secs(120))
+        }
+    }
+}
+
 /// A line for the reader: above the progress bar on a terminal; else a plain
 /// line on stderr (indicatif draws nothing off a terminal, so a log or CI
 /// gets a line per finished run instead of silence).
@@ -267,13 +446,21 @@ fn say(plan: &BenchPlan, bar: &ProgressBar, line: String) {
     }
 }
 
-fn describe_db(plan: &BenchPlan) -> String {
-    match &plan.db {
+fn describe_db(plan: &BenchPlan, database: &Database) -> String {
+    match &database.url {
         DbUrl::Falkor(_) | DbUrl::Neo4j(_) => format!(
-            "{} over loopback ({} nodes; real network round trips, no simulated latency; client flags: {})",
-            plan.db,
+            "{} over loopback ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
+            database.name,
             plan.nodes,
-            plan.db_client.join(" ")
+            plan.db_client.join(" "),
+            if database.managed.is_some() {
+                format!(
+                    "; seeded and warmed for {} before the matrix, stopped and wiped after",
+                    humantime::format_duration(plan.db_warm)
+                )
+            } else {
+                String::new()
+            }
         ),
         DbUrl::Embedded => format!(
             "embedded Grafeo {}, {} Content nodes indexed on id, simulated network round trip {} per read \
@@ -294,7 +481,7 @@ fn server_args(plan: &BenchPlan) -> Vec<String> {
         "--db-latency".to_string(),
         format!("{}us", plan.db_latency.as_micros()),
     ];
-    if plan.db != DbUrl::Embedded {
+    if plan.db != BenchDb::Url(DbUrl::Embedded) {
         args.extend(plan.db_client.iter().cloned());
     }
     if let Some(workers) = plan.workers {
@@ -303,28 +490,47 @@ fn server_args(plan: &BenchPlan) -> Vec<String> {
     args
 }
 
+/// What one run measures: an API of a target, scraped when it is blocklab's
+/// (a peer has no `/metrics`: its figures come from /proc only).
+struct Cell<'a> {
+    api: Endpoint,
+    target: &'a str,
+    scraped: bool,
+    db: Option<&'a ManagedNeo4j>,
+}
+
 /// One load of one API on a running server.
 fn run_once(
     plan: &BenchPlan,
-    api: Endpoint,
+    cell: &Cell,
     run_id: u32,
     server: &mut ServerProcess,
     bar: &ProgressBar,
     done_before: u64,
     interrupt: &AtomicBool,
 ) -> Result<(RunRecord, Vec<(String, String)>), RunError> {
+    let api = cell.api;
     let test_id = api.test_id().unwrap_or(TestId(0));
     let addr = server.addr();
-    let name = format!("test{test_id}-run{run_id}");
+    let name = if cell.target == super::results::BLOCKLAB {
+        format!("test{test_id}-run{run_id}")
+    } else {
+        format!("{}-test{test_id}-run{run_id}", cell.target)
+    };
     let json_rel = format!("raw/{name}.json");
     let json_path = plan.out.join(&json_rel);
     let scrape = |what: &str| {
         Scrape::fetch(addr, Duration::from_secs(5)).map_err(|e| format!("scraping /metrics {what}: {e}"))
     };
-    let before = scrape("before the run").map_err(RunError::Failed)?;
+    let before = if cell.scraped { Some(scrape("before the run").map_err(RunError::Failed)?) } else { None };
     let cpu_before = server.cpu_time().unwrap_or_default();
+    let db_cpu_before = cell.db.and_then(ManagedNeo4j::cpu_time);
+    let server_pid = crate::proc::Pid::Of(server.pid());
+    let mut threads_max = crate::proc::threads(server_pid);
 
-    let mut load = load_command(plan, &format!("http://{addr}{}", api.path()), &json_path);
+    let stop = ["-n".to_string(), plan.requests.to_string()];
+    let mut load =
+        load_command(plan, &format!("http://{addr}{}", api.path()), &json_path, plan.connections, &stop);
     let text = std::fs::File::create(plan.out.join(format!("raw/{name}.txt")))
         .map_err(|e| RunError::Failed(e.to_string()))?;
     load.stdout(text).stderr(Stdio::piped());
@@ -353,12 +559,24 @@ fn run_once(
             stop_load(&mut child);
             return Err(RunError::Failed(format!("the server died during the run: {reason}")));
         }
+        if let Some(db) = cell.db
+            && !db.is_alive()
+        {
+            stop_load(&mut child);
+            return Err(RunError::Failed("the database died during the run".to_string()));
+        }
         // Checked often, so the scrape after the run follows its end closely.
         std::thread::sleep(Duration::from_millis(10));
         if last_scrape.elapsed() < SCRAPE_EVERY {
             continue;
         }
         last_scrape = Instant::now();
+        threads_max = threads_max.max(crate::proc::threads(server_pid));
+        let Some(before) = &before else {
+            // A peer has no /metrics: the load generator's own timeout
+            // (30 s a request) bounds the run.
+            continue;
+        };
         match Scrape::fetch(addr, Duration::from_secs(2)) {
             Ok(s) => {
                 let count = s.sum("blocklab_http_requests_total", &[&path_label])
@@ -381,11 +599,18 @@ fn run_once(
     server
         .check_alive()
         .map_err(|reason| RunError::Failed(format!("the server died during the run: {reason}")))?;
-    let after = scrape("after the run").map_err(|e| match server.check_alive() {
-        Err(reason) => RunError::Failed(format!("the server died during the run: {reason}")),
-        Ok(()) => RunError::Failed(e),
-    })?;
+    let after = match &before {
+        Some(_) => Some(scrape("after the run").map_err(|e| match server.check_alive() {
+            Err(reason) => RunError::Failed(format!("the server died during the run: {reason}")),
+            Ok(()) => RunError::Failed(e),
+        })?),
+        None => None,
+    };
     let cpu = server.cpu_time().unwrap_or_default().saturating_sub(cpu_before);
+    let db_cpu = match (db_cpu_before, cell.db.and_then(ManagedNeo4j::cpu_time)) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
     let peak_rss = server.peak_rss().unwrap_or(0);
 
     let report: LoadReport = std::fs::read_to_string(&json_path)
@@ -398,7 +623,15 @@ fn run_once(
             }
             RunError::Failed(format!("the load generator wrote no result ({status}): {}", stderr.trim()))
         })?;
-    let figures = ServerFigures::between(api.path(), &before, &during, &after, failures, report.duration_s);
+    let figures = match (&before, &after) {
+        (Some(before), Some(after)) => {
+            ServerFigures::between(api.path(), before, &during, after, failures, report.duration_s)
+        }
+        _ => ServerFigures::default(),
+    };
+    let per_request = |d: Duration| {
+        if report.completed > 0 { d.as_secs_f64() * 1e6 / report.completed as f64 } else { 0.0 }
+    };
     let l = &report.latency_ms;
     let record = RunRecord {
         run_id,
@@ -415,19 +648,20 @@ fn run_once(
         error_total: report.error_total,
         duration_s: report.duration_s,
         server_cpu_s: cpu.as_secs_f64(),
-        server_cpu_per_request_us: if report.completed > 0 {
-            cpu.as_secs_f64() * 1e6 / report.completed as f64
-        } else {
-            0.0
-        },
+        server_cpu_per_request_us: per_request(cpu),
         server_peak_rss_mib: peak_rss as f64 / 1024.0 / 1024.0,
+        server_threads_max: threads_max,
+        db_cpu_s: db_cpu.map(|d| d.as_secs_f64()),
+        db_cpu_per_request_us: db_cpu.map(per_request),
         server: figures,
         load_json: json_rel,
     };
-    Ok((record, before.info()))
+    Ok((record, before.map(|b| b.info()).unwrap_or_default()))
 }
 
-fn load_command(plan: &BenchPlan, url: &str, json: &Path) -> Command {
+/// `blocklab load` pinned to the load generator's CPUs, keep-alive, `-c
+/// connections`, stopping at `stop` (`-n N` or `-z DUR`), its JSON to `json`.
+fn load_command(plan: &BenchPlan, url: &str, json: &Path, connections: usize, stop: &[String]) -> Command {
     let mut command = if plan.placement.pinned {
         let mut c = Command::new("taskset");
         c.args(["-c", &placement::list(&plan.placement.load_cpus)]).arg(&plan.exe);
@@ -437,7 +671,8 @@ fn load_command(plan: &BenchPlan, url: &str, json: &Path) -> Command {
     };
     command
         .arg("load")
-        .args(["-k", "--quiet", "-c", &plan.connections.to_string(), "-n", &plan.requests.to_string()])
+        .args(["-k", "--quiet", "-c", &connections.to_string()])
+        .args(stop)
         .args(["--threads", &plan.placement.load_cpus.len().max(1).to_string()])
         .args(["--timeout", "30s", "--json"])
         .arg(json)

@@ -1,7 +1,7 @@
 //! The tables of a bench report, built once as data and rendered as
 //! Markdown (results.md, stdout) or HTML (report.html).
 
-use super::results::{BenchResults, RunRecord, RunStatus, TestRecord};
+use super::results::{BenchResults, RunRecord, RunStatus, TestId, TestRecord};
 use crate::server::Endpoint;
 
 /// A table: headers and rows of cells.
@@ -57,9 +57,11 @@ fn runs(results: &BenchResults) -> impl Iterator<Item = (&TestRecord, &RunRecord
     results.tests.iter().flat_map(|t| t.runs.iter().map(move |r| (t, r)))
 }
 
-/// The seed's table, with its exact columns (times in ms).
+/// The seed's table, with its exact columns (times in ms), and the target
+/// first when more than one ran.
 pub fn seed_columns(results: &BenchResults) -> Table {
-    Table {
+    let several = results.target_names().len() > 1;
+    let mut table = Table {
         headers: [
             "Test ID",
             "Run ID",
@@ -84,6 +86,90 @@ pub fn seed_columns(results: &BenchResults) -> Table {
                 ]
             })
             .collect(),
+    };
+    if several {
+        table.headers.insert(0, "Target".to_string());
+        for (row, (t, _)) in table.rows.iter_mut().zip(runs(results)) {
+            row.insert(0, t.target.clone());
+        }
+    }
+    table
+}
+
+/// A µs figure, or a dash when not measured.
+fn us(v: Option<f64>) -> String {
+    v.map_or("—".to_string(), |v| format!("{v:.0}"))
+}
+
+/// Per Test ID: every target here, the seed's published run, and the ratios
+/// (each target ÷ the seed, the first target ÷ each other), with the CPU each
+/// spent per request and what the database spent per request under it.
+pub fn side_by_side(results: &BenchResults) -> Table {
+    let targets = results.target_names();
+    let mut headers = vec!["Test ID".to_string(), "API".to_string()];
+    for t in &targets {
+        headers.push(format!("{t} RPS"));
+    }
+    headers.push("seed RPS (Play, 2019)".to_string());
+    for t in &targets {
+        headers.push(format!("{t} ÷ seed"));
+    }
+    for other in targets.iter().skip(1) {
+        headers.push(format!("{} ÷ {other}", targets[0]));
+    }
+    for t in &targets {
+        headers.push(format!("{t} p99 ms"));
+    }
+    headers.push("seed p99 ms".to_string());
+    for t in &targets {
+        headers.push(format!("{t} server CPU µs/req"));
+        headers.push(format!("database CPU µs/req under {t}"));
+    }
+    let mut ids: Vec<TestId> = results.tests.iter().map(|t| t.test_id).collect();
+    ids.sort();
+    ids.dedup();
+    let rows = ids
+        .into_iter()
+        .map(|id| {
+            let best: Vec<Option<&RunRecord>> =
+                targets.iter().map(|t| results.test(t, id).and_then(TestRecord::best)).collect();
+            let seed = results.seed.iter().find(|s| s.test_id == id);
+            let api = results.tests.iter().find(|t| t.test_id == id).map_or(String::new(), |t| t.api.clone());
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+                _ => "—".to_string(),
+            };
+            let mut row = vec![id.to_string(), api];
+            for (i, b) in best.iter().enumerate() {
+                row.push(b.map_or_else(|| not_run(results, targets[i], id), |r| rps(r.rps)));
+            }
+            row.push(seed.map_or("—".to_string(), |s| rps(s.rps)));
+            for b in &best {
+                row.push(ratio(b.map(|r| r.rps), seed.map(|s| s.rps)));
+            }
+            for b in best.iter().skip(1) {
+                row.push(ratio(best[0].map(|r| r.rps), b.map(|r| r.rps)));
+            }
+            for b in &best {
+                row.push(b.map_or("—".to_string(), |r| ms(r.p99_ms)));
+            }
+            row.push(seed.map_or("—".to_string(), |s| ms(s.p99_ms)));
+            for b in &best {
+                row.push(us(b.map(|r| r.server_cpu_per_request_us)));
+                row.push(us(b.and_then(|r| r.db_cpu_per_request_us)));
+            }
+            row
+        })
+        .collect();
+    Table { headers, rows }
+}
+
+/// Why a target has no figure for a Test ID: not served, failed, or not run.
+fn not_run(results: &BenchResults, target: &str, id: TestId) -> String {
+    match results.test(target, id) {
+        Some(t) if t.status == RunStatus::NotServed => format!("not served by {target}"),
+        Some(t) => t.status.to_string(),
+        None => "—".to_string(),
     }
 }
 
@@ -91,6 +177,7 @@ pub fn seed_columns(results: &BenchResults) -> Table {
 pub fn extra_columns(results: &BenchResults) -> Table {
     Table {
         headers: [
+            "Target",
             "Test ID",
             "Run ID",
             "API",
@@ -106,6 +193,8 @@ pub fn extra_columns(results: &BenchResults) -> Table {
             "server p99 ≤ ms",
             "server CPU µs/req",
             "server peak RSS MiB",
+            "server threads peak",
+            "database CPU µs/req",
         ]
         .map(String::from)
         .to_vec(),
@@ -113,6 +202,7 @@ pub fn extra_columns(results: &BenchResults) -> Table {
             .map(|(t, r)| {
                 let s = &r.server;
                 vec![
+                    t.target.clone(),
                     t.test_id.to_string(),
                     r.run_id.to_string(),
                     t.api.clone(),
@@ -128,6 +218,8 @@ pub fn extra_columns(results: &BenchResults) -> Table {
                     ms(s.server_p99_ms),
                     format!("{:.1}", r.server_cpu_per_request_us),
                     format!("{:.1}", r.server_peak_rss_mib),
+                    r.server_threads_max.map_or("—".to_string(), |n| n.to_string()),
+                    us(r.db_cpu_per_request_us),
                 ]
             })
             .collect(),
@@ -172,9 +264,10 @@ pub fn failures(results: &BenchResults) -> Option<Table> {
     let rows: Vec<Vec<String>> = results
         .tests
         .iter()
-        .filter(|t| t.status != RunStatus::Ok)
+        .filter(|t| !matches!(t.status, RunStatus::Ok | RunStatus::NotServed))
         .map(|t| {
             vec![
+                t.target.clone(),
                 t.test_id.to_string(),
                 t.api.clone(),
                 t.status.to_string(),
@@ -182,8 +275,16 @@ pub fn failures(results: &BenchResults) -> Option<Table> {
             ]
         })
         .collect();
-    (!rows.is_empty())
-        .then(|| Table { headers: ["Test ID", "API", "status", "reason"].map(String::from).to_vec(), rows })
+    (!rows.is_empty()).then(|| Table {
+        headers: ["Target", "Test ID", "API", "status", "reason"].map(String::from).to_vec(),
+        rows,
+    })
+}
+
+/// Where each process ran: the server, the load generator and the database.
+pub fn placement(results: &BenchResults) -> String {
+    let c = &results.conditions;
+    format!("{}; database: {}", c.placement, c.database_name)
 }
 
 /// The run's conditions as (what, value) pairs.
@@ -203,8 +304,9 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
                 m.kernel
             ),
         ),
-        ("placement".to_string(), c.placement.to_string()),
+        ("placement".to_string(), placement(results)),
         ("database".to_string(), c.database.clone()),
+        ("targets".to_string(), c.targets.join("; ")),
         (
             "load".to_string(),
             format!(
@@ -242,7 +344,6 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::studies::play_neo4j::results::TestId;
 
     #[test]
     fn numbers_get_the_precision_their_size_deserves() {
@@ -265,6 +366,7 @@ mod tests {
     #[test]
     fn the_seed_labels_its_blocking_apis() {
         let test = |id: u32, api: &str| TestRecord {
+            target: "blocklab".into(),
             test_id: TestId(id),
             api: api.into(),
             model: String::new(),
