@@ -450,7 +450,7 @@ fn describe_db(plan: &BenchPlan, database: &Database) -> String {
     match &database.url {
         DbUrl::Falkor(_) | DbUrl::Neo4j(_) => format!(
             "{} over loopback ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
-            database.name,
+            database.url,
             plan.nodes,
             plan.db_client.join(" "),
             if database.managed.is_some() {
