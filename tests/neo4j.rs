@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use blocklab::graph::{DbSettings, DbUrl, GraphBackend, Neo4jGraph, content_record};
 use blocklab::server::{Endpoint, ServeConfig};
-use common::{get, server_with, try_get};
+use common::{get, neo4j_uri, server_with, try_get};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -24,24 +24,6 @@ use tokio::io::AsyncWriteExt;
 /// Every test here reads the same dataset: Neo4j Community has one database,
 /// and seeding to N deletes the nodes above N, so all tests use one N.
 const NODES: u64 = 1000;
-
-/// The Neo4j server to use, or None (skip) outside CI.
-fn neo4j_uri() -> Option<String> {
-    match std::env::var("NEO4J_URI") {
-        Ok(uri) if !uri.is_empty() => Some(uri),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI=true but NEO4J_URI is not set: the Neo4j tests must run in CI (scripts/test starts Neo4j)"
-            )
-        }
-        _ => {
-            eprintln!(
-                "skipped: NEO4J_URI is not set (scripts/test starts Neo4j with scripts/neo4j and sets it)"
-            );
-            None
-        }
-    }
-}
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -12,30 +12,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Listening, get, output_within};
+use common::{Listening, get, neo4j_uri, output_within};
 
 const NODES: u64 = 1000;
 
 /// Reads in flight while Neo4j is frozen: more than Play's default dispatcher
 /// has threads here (the seed's fork-join: parallelism-min 4, factor 1).
 const IN_FLIGHT: usize = 16;
-
-fn neo4j_uri() -> Option<String> {
-    match std::env::var("NEO4J_URI") {
-        Ok(uri) if !uri.is_empty() => Some(uri),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI=true but NEO4J_URI is not set: the Play tests must run in CI (scripts/test starts Neo4j)"
-            )
-        }
-        _ => {
-            eprintln!(
-                "skipped: NEO4J_URI is not set (scripts/test starts Neo4j with scripts/neo4j and sets it)"
-            );
-            None
-        }
-    }
-}
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -44,6 +44,20 @@ pub fn strip_xml_decl(svg: &str) -> &str {
     }
 }
 
+/// The charts as page blocks: each SVG inline in a titled `div.chart`.
+pub fn charts_html(charts: &[Chart]) -> String {
+    charts
+        .iter()
+        .map(|chart| {
+            format!(
+                "<div class=\"chart\" title=\"{}\">{}</div>",
+                escape(&chart.title),
+                strip_xml_decl(&chart.svg)
+            )
+        })
+        .collect()
+}
+
 /// One study on the index page: where its report is, what it is, what ran,
 /// what was skipped, and the versions of what ran.
 #[derive(Debug, Clone, Default)]

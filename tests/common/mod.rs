@@ -389,3 +389,23 @@ pub fn validate_schema(schema_path: &str, document: &serde_json::Value) {
         panic!("the document does not match {schema_path}: {e:#}");
     }
 }
+
+/// The Neo4j server the database tests use (`NEO4J_URI`, which `scripts/test`
+/// sets after starting one with `scripts/neo4j`), or None (skip) outside CI;
+/// with `CI=true` a missing one is a failure.
+pub fn neo4j_uri() -> Option<String> {
+    match std::env::var("NEO4J_URI") {
+        Ok(uri) if !uri.is_empty() => Some(uri),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "CI=true but NEO4J_URI is not set: the Neo4j tests must run in CI (scripts/test starts Neo4j)"
+            )
+        }
+        _ => {
+            eprintln!(
+                "skipped: NEO4J_URI is not set (scripts/test starts Neo4j with scripts/neo4j and sets it)"
+            );
+            None
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::results::BenchResults;
 use super::tables::{self, Table};
-use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
+use crate::harness::render::{Chart, STYLE, charts_html, escape};
 
 fn table(t: &Table) -> String {
     let mut out = String::from("<table><thead><tr>");
@@ -114,13 +114,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += &table(&tables::normalized(results));
     body += "</div>";
     body += "<h2>Charts</h2>";
-    for chart in charts {
-        body += &format!(
-            "<div class=\"chart\" title=\"{}\">{}</div>",
-            escape(&chart.title),
-            strip_xml_decl(&chart.svg)
-        );
-    }
+    body += &charts_html(charts);
     body += "<h2>What the server said about itself</h2>";
     body += "<p>Sampled from each server's <code>/metrics</code> every 250 ms during the run, and from /proc.</p>";
     body += &table(&tables::extra_columns(results));

@@ -5,10 +5,11 @@
 use super::reading::verdict;
 use super::report::markdown;
 use super::results::SweepResults;
-use crate::harness::render::{Chart, STYLE, escape, strip_xml_decl};
+use crate::harness::render::{Chart, STYLE, charts_html, escape};
 
 /// The whole page.
 pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> String {
+    let results_md = markdown(results);
     let mut body = String::new();
     body += "<h1>blocklab sweep — study 2: slow requests, a memory cap, and who survives</h1>";
     body += &format!(
@@ -49,17 +50,11 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     }
     body += "</tbody></table><h2>Memory per in-flight request</h2>";
     body += &format!("<p>{}</p>", escape(super::memory::MEANING));
-    body += &markdown_table_to_html(&markdown(results), "## Memory per in-flight request");
+    body += &markdown_table_to_html(&results_md, "## Memory per in-flight request");
     body += "<h2>Charts</h2>";
-    for chart in charts {
-        body += &format!(
-            "<div class=\"chart\" title=\"{}\">{}</div>",
-            escape(&chart.title),
-            strip_xml_decl(&chart.svg)
-        );
-    }
+    body += &charts_html(charts);
     body += "<h2>Per level</h2>";
-    body += &markdown_table_to_html(&markdown(results), "## Per level");
+    body += &markdown_table_to_html(&results_md, "## Per level");
     body += "<h2>Conditions</h2><dl>";
     let conditions = [
         ("targets' CPUs", crate::harness::placement::list(&results.placement.server_cpus)),
