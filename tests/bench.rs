@@ -12,7 +12,7 @@ fn quick_bench_writes_every_row_and_file() {
     let _ = std::fs::remove_dir_all(&out);
     let run = common::output_within(
         Command::new(env!("CARGO_BIN_EXE_blocklab"))
-            .args(["bench", "--quick", "-n", "1000", "--out"])
+            .args(["bench", "--quick", "-n", "1000", "--runs", "2", "--out"])
             .arg(&out),
         std::time::Duration::from_secs(300),
     );

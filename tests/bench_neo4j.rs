@@ -84,12 +84,33 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
             assert!(r["db_cpu_s"].as_f64().is_some(), "no database CPU: {test:#}");
             assert!(r["server_threads_max"].as_u64().unwrap() >= 1, "{test:#}");
         }
+        if test["target"] == "play" && test["status"] == "ok" {
+            let jvm = &test["runs"][0]["jvm"];
+            assert!(
+                jvm["heap_peak_mib"].as_f64().unwrap() > 1.0,
+                "Play's heap from its perf counters: {test:#}"
+            );
+            assert!(jvm["gc_pause_ms"].as_f64().is_some(), "{test:#}");
+        } else {
+            assert!(test["runs"][0]["jvm"].is_null(), "blocklab is no JVM: {test:#}");
+        }
         if test["test_id"] == 3 {
             let db_us = test["runs"][0]["db_cpu_per_request_us"].as_f64().unwrap();
             assert!(db_us > 0.0, "a database read costs the database CPU: {test:#}");
             assert!(test["runs"][0]["server_cpu_per_request_us"].as_f64().unwrap() > 0.0, "{test:#}");
         }
     }
+
+    // Neo4j's own ceiling, measured through the Java driver (peers/neo4j-ceiling) after the warm-up.
+    let ceiling = &results["conditions"]["ceiling"];
+    assert!(ceiling["reads_per_s"].as_f64().unwrap() > 0.0, "{ceiling:#}\n{stderr}");
+    assert_eq!(ceiling["wrong_answers"], 0, "{ceiling:#}");
+    assert!(ceiling["db_cpu_per_query_us"].as_f64().unwrap() > 0.0, "{ceiling:#}");
+    let chart = std::fs::read_to_string(out.join("charts/side_by_side.svg")).unwrap();
+    assert!(
+        chart.contains("Neo4j&apos;s ceiling here") || chart.contains("Neo4j's ceiling here"),
+        "no ceiling line"
+    );
 
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert!(csv.starts_with("target,database,test_id,"), "{csv}");

@@ -32,6 +32,37 @@ pub fn heap_used(pid: u32) -> Option<u64> {
     (!used.is_empty()).then(|| used.iter().sum())
 }
 
+/// What a JVM's collectors have done since it started: stop-the-world
+/// collections and their pause time (`jstat -gc`'s YGC + FGC and YGCT +
+/// FGCT: `sun.gc.collector.0` is the young collector, `.1` the full one; a
+/// concurrent cycle's `.2`, not a pause, is left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gc {
+    /// Stop-the-world collections.
+    pub collections: u64,
+    /// Their pause time.
+    pub pause: std::time::Duration,
+}
+
+/// [`Gc`] of the JVM `pid` now; `None` when its counters cannot be read.
+pub fn gc(pid: u32) -> Option<Gc> {
+    let bytes = std::fs::read(perf_file(pid)?).ok()?;
+    gc_of(&counters(&bytes)?)
+}
+
+fn gc_of(counters: &[(String, u64)]) -> Option<Gc> {
+    let value = |name: &str| counters.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let ticks_per_s = value("sun.os.hrt.frequency").filter(|f| *f > 0)?;
+    let mut gc = Gc::default();
+    let mut ticks = 0u64;
+    for collector in 0..2 {
+        gc.collections += value(&format!("sun.gc.collector.{collector}.invocations")).unwrap_or(0);
+        ticks += value(&format!("sun.gc.collector.{collector}.time")).unwrap_or(0);
+    }
+    gc.pause = std::time::Duration::from_secs_f64(ticks as f64 / ticks_per_s as f64);
+    Some(gc)
+}
+
 /// `/tmp/hsperfdata_*/PID` (the user's name is part of the folder).
 fn perf_file(pid: u32) -> Option<PathBuf> {
     let tmp = std::env::temp_dir();
@@ -119,5 +150,22 @@ mod tests {
         assert_eq!(c[0], ("sun.gc.generation.0.space.0.used".to_string(), 1000));
         assert_eq!(c[2].1, 7);
         assert!(counters(b"not a perf file, no magic here at all!!").is_none());
+    }
+
+    #[test]
+    fn gc_pauses_are_the_young_and_full_collectors_in_seconds() {
+        let bytes = file(&[
+            ("sun.os.hrt.frequency", 1_000_000_000),
+            ("sun.gc.collector.0.invocations", 12),
+            ("sun.gc.collector.0.time", 30_000_000),
+            ("sun.gc.collector.1.invocations", 1),
+            ("sun.gc.collector.1.time", 20_000_000),
+            ("sun.gc.collector.2.invocations", 5),
+            ("sun.gc.collector.2.time", 900_000_000),
+        ]);
+        let gc = gc_of(&counters(&bytes).unwrap()).unwrap();
+        assert_eq!(gc.collections, 13);
+        assert_eq!(gc.pause, std::time::Duration::from_millis(50));
+        assert!(gc_of(&[]).is_none(), "no clock frequency: no figure");
     }
 }

@@ -18,7 +18,7 @@ Examples:
 /// Flags of `blocklab studies`.
 #[derive(Debug, Args)]
 pub struct StudiesArgs {
-    /// Both studies' --quick: a first look (a few minutes; ~7 with the seed's stack and every peer).
+    /// Both studies' --quick: a first look (about three minutes with the seed's stack).
     #[arg(long)]
     pub quick: bool,
 

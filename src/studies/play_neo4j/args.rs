@@ -19,7 +19,7 @@ APIs (Test IDs as in the seed study; 9 is blocklab's own):
 
 Examples:
   blocklab bench                                  (the full default run: -c 200 -n 100000, 2 runs)
-  blocklab bench --quick                          (a small matrix in about a minute)
+  blocklab bench --quick                          (one run of 1000 requests per API: a first look)
   blocklab bench --apis 2,3,9 --db-latency 5ms --out results/latency-5ms
   blocklab bench --workers 4 --runs 3
   blocklab bench --db neo4j --target blocklab,play
@@ -45,13 +45,13 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000), value_name = "N")]
     pub concurrency: u32,
 
-    /// Requests per run [default: 100000, or 3000 with --quick].
+    /// Requests per run [default: 100000, or 1000 with --quick].
     #[arg(short = 'n', long = "requests", value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
     pub requests: Option<u64>,
 
-    /// Runs per API (Run IDs).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
-    pub runs: u32,
+    /// Runs per API (Run IDs) [default: 2, or 1 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
+    pub runs: Option<u32>,
 
     /// Graph database: 'embedded', 'neo4j' (a Neo4j 5.26 the bench starts, seeds, warms and wipes:
     /// scripts/neo4j), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (one you run, seeded with `blocklab seed`).
@@ -89,7 +89,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub workers: Option<u16>,
 
-    /// A small matrix (3000 requests per run) that finishes in about a minute.
+    /// A small matrix (one run of 1000 requests per API; a cold JVM on a peer): a first look.
     #[arg(long)]
     pub quick: bool,
 
@@ -137,7 +137,7 @@ impl BenchArgs {
             BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 60 })),
             _ => Duration::ZERO,
         };
-        let requests = self.requests.unwrap_or(if self.quick { 3_000 } else { 100_000 });
+        let requests = self.requests.unwrap_or(if self.quick { 1_000 } else { 100_000 });
         let connections = self.concurrency as usize;
         if requests < connections as u64 {
             return Err(format!(
@@ -156,7 +156,7 @@ impl BenchArgs {
             apis,
             connections,
             requests,
-            runs: self.runs,
+            runs: self.runs.unwrap_or(if self.quick { 1 } else { 2 }),
             db: self.db.clone(),
             db_cpus,
             db_warm,

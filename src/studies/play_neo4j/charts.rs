@@ -31,7 +31,7 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
     };
     let mut charts = Vec::new();
     let mut push = |file, title: String, x: &str, series: Vec<Series>, log: bool, max: Option<f64>| {
-        if let Ok(svg) = hbars(&title, x, &names, &series, log, max) {
+        if let Ok(svg) = hbars(&title, x, &names, &series, log, max, None) {
             charts.push(Chart { file, title, svg });
         }
     };
@@ -124,7 +124,10 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
             .collect(),
     });
     let title = format!("Requests per second: {} here, and the seed's published run", targets.join(", "));
-    let svg = hbars(&title, "requests/s (log scale)", &names, &series, true, None).ok()?;
+    let ceiling = results.conditions.ceiling.as_ref().map(|c| {
+        (c.reads_per_s, format!("Neo4j's ceiling here: {:.0} reads/s (Java driver, no HTTP)", c.reads_per_s))
+    });
+    let svg = hbars(&title, "requests/s (log scale)", &names, &series, true, None, ceiling.as_ref()).ok()?;
     Some(Chart { file: "side_by_side.svg", title, svg })
 }
 
@@ -135,15 +138,21 @@ fn hbars(
     series: &[Series],
     log: bool,
     max: Option<f64>,
+    line: Option<&(f64, String)>,
 ) -> Result<String, Box<dyn std::error::Error>> {
     let n = categories.len().max(1);
-    let legend = if series.len() > 1 { 18 * series.len() + 20 } else { 0 };
+    let keys = series.len() + usize::from(line.is_some());
+    let legend = if keys > 1 { 18 * keys + 20 } else { 0 };
     let height = (110 + n * (14 * series.len() + 22) + legend) as u32;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
         root.fill(&WHITE)?;
-        let values: Vec<f64> = series.iter().flat_map(|s| s.values.iter().flatten().copied()).collect();
+        let values: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied())
+            .chain(line.map(|(x, _)| *x))
+            .collect();
         let hi =
             max.unwrap_or_else(|| values.iter().copied().fold(0.0, f64::max) * if log { 3.0 } else { 1.1 });
         let lo = if log {
@@ -156,7 +165,7 @@ fn hbars(
         let mut builder = ChartBuilder::on(&root);
         builder.caption(title, ("sans-serif", 20)).margin(12).x_label_area_size(40).y_label_area_size(190);
         // Several series get a legend: an empty band at the bottom keeps it off the bars.
-        let legend_band = if series.len() > 1 { 0.35 * series.len() as f64 + 0.3 } else { 0.0 };
+        let legend_band = if keys > 1 { 0.35 * keys as f64 + 0.3 } else { 0.0 };
         let y_range = (-0.5f64 - legend_band)..(n as f64 - 0.5);
         let names = categories.to_vec();
         let y_fmt = move |y: &f64| {
@@ -208,7 +217,19 @@ fn hbars(
                     });
                     chart.draw_series(texts)?;
                 }
-                if series.len() > 1 {
+                // A limit every bar is read against (a dashed vertical line).
+                if let Some((x, label)) = line {
+                    let x = (*x).max(lo);
+                    let dashes = (0..n * 6).map(|k| {
+                        let y0 = -0.5 + k as f64 / 6.0;
+                        PathElement::new(vec![(x, y0), (x, y0 + 1.0 / 12.0)], BLACK.stroke_width(2))
+                    });
+                    chart
+                        .draw_series(dashes)?
+                        .label(label.clone())
+                        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(2)));
+                }
+                if keys > 1 {
                     chart
                         .configure_series_labels()
                         .position(SeriesLabelPosition::LowerRight)

@@ -10,6 +10,7 @@
 //!   `report.html`, from [`tables`], [`reading`], [`charts`] and [`html`].
 
 pub mod args;
+pub mod ceiling;
 pub mod charts;
 pub mod html;
 pub mod reading;

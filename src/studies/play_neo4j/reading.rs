@@ -218,6 +218,9 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             c.database_name, c.db_warm_s
         ));
     }
+    if let Some(ceiling) = &c.ceiling {
+        out.push(ceiling_sentence(results, ceiling));
+    }
     if targets.len() < 2 {
         return out;
     }
@@ -234,12 +237,20 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             .iter()
             .map(|(t, r)| {
                 format!(
-                    "{t} {} req/s, p99 {} ms, {:.0} µs of server CPU per request{}",
+                    "{t} {} req/s, p99 {} ms, {:.0} µs of server CPU per request{}{}",
                     rps(r.rps),
                     ms(r.p99_ms),
                     r.server_cpu_per_request_us,
                     r.db_cpu_per_request_us
-                        .map_or(String::new(), |us| format!(", database {us:.0} µs per request"))
+                        .map_or(String::new(), |us| format!(", database {us:.0} µs per request")),
+                    r.jvm.as_ref().map_or(String::new(), |j| format!(
+                        " (its JVM: heap peak {:.0} MiB, {} collection{} pausing {:.0} ms in all, {:.1} % of the run)",
+                        j.heap_peak_mib,
+                        j.gc_collections,
+                        if j.gc_collections == 1 { "" } else { "s" },
+                        j.gc_pause_ms,
+                        j.gc_pause_ms / 10.0 / r.duration_s.max(1e-9)
+                    ))
                 )
             })
             .collect();
@@ -259,4 +270,66 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Neo4j's own ceiling, and every non-blocking database endpoint of every
+/// target as a share of it (reads per second ÷ the ceiling's).
+fn ceiling_sentence(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -> String {
+    let mut shares = Vec::new();
+    for endpoint in [
+        Endpoint::GetDataAsync,
+        Endpoint::GetDataAsync2,
+        Endpoint::GetDataAkkaAsync,
+        Endpoint::GetDataAkkaAsync2,
+    ] {
+        let Some(id) = endpoint.test_id() else { continue };
+        let per_target: Vec<String> = results
+            .target_names()
+            .iter()
+            .filter_map(|t| {
+                let r = results.test(t, id).and_then(TestRecord::best)?;
+                Some(format!(
+                    "{t} {:.2}",
+                    r.rps * super::results::reads_per_request(endpoint) / ceiling.reads_per_s.max(1e-9)
+                ))
+            })
+            .collect();
+        if !per_target.is_empty() {
+            shares.push(format!("{} {}", endpoint.path(), per_target.join(", ")));
+        }
+    }
+    let above = shares_above_one(results, ceiling);
+    let warming = if above {
+        format!(
+            " Shares above 1 mean Neo4j answered faster after the ceiling was measured: it was still warming \
+             (warmed {:.0} s; its CPU per read falls for ~2 minutes of load), so read them as a lower bound of \
+             the ceiling, not as servers beating it.",
+            results.conditions.db_warm_s
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "Neo4j's own ceiling for the read, straight through the Java driver's async API with no HTTP ({} in flight, \
+         on {}, where the servers run): {} reads/s, p99 {} ms, {} µs of Neo4j's CPU per read. The non-blocking \
+         endpoints' reads per second as a share of it (1.00: the server adds no limit of its own; the two-read \
+         endpoints count two reads a request): {}.{warming}",
+        super::ceiling::CONCURRENCY,
+        ceiling.cpus,
+        rps(ceiling.reads_per_s),
+        ms(ceiling.p99_ms),
+        ceiling.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
+        if shares.is_empty() { "none ran".to_string() } else { shares.join("; ") }
+    )
+}
+
+/// Whether a database endpoint read faster than the ceiling (by more than 10 %).
+fn shares_above_one(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -> bool {
+    results.tests.iter().any(|t| {
+        let reads = Endpoint::MEASURED
+            .iter()
+            .find(|e| e.test_id() == Some(t.test_id))
+            .map_or(0.0, |e| super::results::reads_per_request(*e));
+        t.best().is_some_and(|r| r.rps * reads > 1.1 * ceiling.reads_per_s)
+    })
 }

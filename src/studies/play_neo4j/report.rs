@@ -109,6 +109,9 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
                 server_mean_ms: Fixed(s.server_mean_ms),
                 server_p99_ms: Fixed(s.server_p99_ms),
                 status: t.status.to_string(),
+                jvm_heap_peak_mib: r.jvm.as_ref().map(|j| Fixed(j.heap_peak_mib)),
+                jvm_gc_collections: r.jvm.as_ref().map(|j| j.gc_collections),
+                jvm_gc_pause_ms: r.jvm.as_ref().map(|j| Fixed(j.gc_pause_ms)),
             })?;
         }
     }
@@ -151,6 +154,9 @@ struct CsvRow<'a> {
     server_mean_ms: Fixed<3>,
     server_p99_ms: Fixed<3>,
     status: String,
+    jvm_heap_peak_mib: Option<Fixed<2>>,
+    jvm_gc_collections: Option<u64>,
+    jvm_gc_pause_ms: Option<Fixed<1>>,
 }
 
 /// A figure written with `D` decimals.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::harness::conditions::Machine;
 use crate::harness::placement::Placement;
 use crate::harness::scrape::ServerFigures;
+use crate::server::Endpoint;
 pub use crate::server::endpoint::TestId;
 
 /// The version of the `results.json` shape.
@@ -99,8 +100,24 @@ pub struct RunRecord {
     pub db_cpu_per_request_us: Option<f64>,
     /// The server's own figures.
     pub server: ServerFigures,
+    /// A JVM peer's heap and garbage collection during the run (`null` for
+    /// blocklab, or when its perf counters cannot be read).
+    #[serde(default)]
+    pub jvm: Option<JvmFigures>,
     /// The load generator's JSON for this run, relative to the output folder.
     pub load_json: String,
+}
+
+/// What a JVM server's heap and collector did during one run, from its
+/// hsperfdata counters (read every 250 ms; the counters `jstat -gc` prints).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JvmFigures {
+    /// The most heap in use seen (MiB): live objects and garbage not collected yet.
+    pub heap_peak_mib: f64,
+    /// Stop-the-world collections during the run (young and full).
+    pub gc_collections: u64,
+    /// Their pause time (ms).
+    pub gc_pause_ms: f64,
 }
 
 /// How a Test ID's runs ended.
@@ -204,6 +221,10 @@ pub struct Conditions {
     pub db_warm_s: f64,
     /// The servers measured, each with its versions.
     pub targets: Vec<String>,
+    /// Neo4j's own ceiling for the read, when the bench started Neo4j and the
+    /// ceiling client is built (`null` otherwise).
+    #[serde(default)]
+    pub ceiling: Option<super::ceiling::Ceiling>,
 }
 
 /// An API's best RPS as a fraction of `/test`, beside the seed's.
@@ -289,6 +310,15 @@ impl BenchResults {
     }
 }
 
+/// Database reads one request of `endpoint` makes (the `…2` endpoints read twice, in sequence).
+pub fn reads_per_request(endpoint: Endpoint) -> f64 {
+    match endpoint {
+        Endpoint::Test => 0.0,
+        Endpoint::GetDataAsync2 | Endpoint::GetDataAkkaAsync2 => 2.0,
+        _ => 1.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +355,7 @@ mod tests {
                     db_cpu_s: None,
                     db_cpu_per_request_us: None,
                     server: ServerFigures::default(),
+                    jvm: None,
                     load_json: String::new(),
                 })
                 .collect(),

@@ -23,11 +23,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::results::{BenchResults, Conditions, Parameters, RunRecord, RunStatus, TestId, TestRecord};
+use super::results::{
+    BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord,
+};
 use super::target::Target;
 use crate::graph::DbUrl;
 use crate::harness::conditions;
 use crate::harness::database::ManagedNeo4j;
+use crate::harness::jvm;
 use crate::harness::peers::Peers;
 use crate::harness::placement::{self, Placement};
 use crate::harness::scrape::{Scrape, ServerFigures};
@@ -166,6 +169,26 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     // Started (and, when managed, seeded and warmed) first; dropped last,
     // which stops and wipes a managed one on every path out of here.
     let database = open_database(plan, interrupt)?;
+    let ceiling = match (&database.managed, &plan.peers) {
+        (Some(db), Some(peers)) if !interrupt.load(Relaxed) => {
+            let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
+            eprintln!(
+                "bench: measuring Neo4j's ceiling for the read ({}: the Java driver, no HTTP, where the servers run)",
+                super::ceiling::PEER
+            );
+            match super::ceiling::measure(peers, db, plan.nodes, pin.as_deref(), plan.quick) {
+                Ok(c) => {
+                    eprintln!("bench: {}", super::ceiling::describe(&c));
+                    Some(c)
+                }
+                Err(why) => {
+                    eprintln!("bench: no ceiling: {why}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let total = plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -288,6 +311,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         database_name: database.name.clone(),
         db_warm_s: if database.managed.is_some() { plan.db_warm.as_secs_f64() } else { 0.0 },
         targets: plan.targets.iter().map(Target::describe).collect(),
+        ceiling,
     };
     drop(database);
     let seed = super::results::seed_table();
@@ -527,6 +551,9 @@ fn run_once(
     let db_cpu_before = cell.db.and_then(ManagedNeo4j::cpu_time);
     let server_pid = crate::proc::Pid::Of(server.pid());
     let mut threads_max = crate::proc::threads(server_pid);
+    // A JVM peer's heap and collections, from its perf counters (none for blocklab).
+    let gc_before = if cell.scraped { None } else { jvm::gc(server.pid()) };
+    let mut heap_peak = gc_before.and_then(|_| jvm::heap_used(server.pid()));
 
     let stop = ["-n".to_string(), plan.requests.to_string()];
     let mut load =
@@ -572,6 +599,9 @@ fn run_once(
         }
         last_scrape = Instant::now();
         threads_max = threads_max.max(crate::proc::threads(server_pid));
+        if heap_peak.is_some() {
+            heap_peak = heap_peak.max(jvm::heap_used(server.pid()));
+        }
         let Some(before) = &before else {
             // A peer has no /metrics: the load generator's own timeout
             // (30 s a request) bounds the run.
@@ -612,6 +642,14 @@ fn run_once(
         _ => None,
     };
     let peak_rss = server.peak_rss().unwrap_or(0);
+    let jvm = match (gc_before, jvm::gc(server.pid())) {
+        (Some(a), Some(b)) => Some(JvmFigures {
+            heap_peak_mib: heap_peak.unwrap_or(0) as f64 / 1024.0 / 1024.0,
+            gc_collections: b.collections.saturating_sub(a.collections),
+            gc_pause_ms: b.pause.saturating_sub(a.pause).as_secs_f64() * 1000.0,
+        }),
+        _ => None,
+    };
 
     let report: LoadReport = std::fs::read_to_string(&json_path)
         .ok()
@@ -654,6 +692,7 @@ fn run_once(
         db_cpu_s: db_cpu.map(|d| d.as_secs_f64()),
         db_cpu_per_request_us: db_cpu.map(per_request),
         server: figures,
+        jvm,
         load_json: json_rel,
     };
     Ok((record, before.map(|b| b.info()).unwrap_or_default()))

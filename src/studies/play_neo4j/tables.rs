@@ -125,6 +125,12 @@ pub fn side_by_side(results: &BenchResults) -> Table {
         headers.push(format!("{t} server CPU µs/req"));
         headers.push(format!("database CPU µs/req under {t}"));
     }
+    let ceiling = results.conditions.ceiling.as_ref().map(|c| c.reads_per_s).filter(|c| *c > 0.0);
+    if ceiling.is_some() {
+        for t in &targets {
+            headers.push(format!("{t} reads ÷ Neo4j's ceiling"));
+        }
+    }
     let mut ids: Vec<TestId> = results.tests.iter().map(|t| t.test_id).collect();
     ids.sort();
     ids.dedup();
@@ -157,6 +163,18 @@ pub fn side_by_side(results: &BenchResults) -> Table {
             for b in &best {
                 row.push(us(b.map(|r| r.server_cpu_per_request_us)));
                 row.push(us(b.and_then(|r| r.db_cpu_per_request_us)));
+            }
+            if let Some(ceiling) = ceiling {
+                let reads = Endpoint::MEASURED
+                    .iter()
+                    .find(|e| e.test_id() == Some(id))
+                    .map_or(0.0, |e| super::results::reads_per_request(*e));
+                for b in &best {
+                    row.push(match b {
+                        Some(r) if reads > 0.0 => format!("{:.2}", r.rps * reads / ceiling),
+                        _ => "—".to_string(),
+                    });
+                }
             }
             row
         })
@@ -194,6 +212,8 @@ pub fn extra_columns(results: &BenchResults) -> Table {
             "server CPU µs/req",
             "server peak RSS MiB",
             "server threads peak",
+            "JVM heap peak MiB",
+            "GC pauses (ms)",
             "database CPU µs/req",
         ]
         .map(String::from)
@@ -219,6 +239,10 @@ pub fn extra_columns(results: &BenchResults) -> Table {
                     format!("{:.1}", r.server_cpu_per_request_us),
                     format!("{:.1}", r.server_peak_rss_mib),
                     r.server_threads_max.map_or("—".to_string(), |n| n.to_string()),
+                    r.jvm.as_ref().map_or("—".to_string(), |j| format!("{:.1}", j.heap_peak_mib)),
+                    r.jvm.as_ref().map_or("—".to_string(), |j| {
+                        format!("{} ({:.0})", j.gc_collections, j.gc_pause_ms)
+                    }),
                     us(r.db_cpu_per_request_us),
                 ]
             })

@@ -17,7 +17,7 @@ A target that died is reported with how and where; its later levels are not run.
 
 Examples:
   blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
-  blocklab sweep --quick                          # three levels, 1 s delay: a minute or two
+  blocklab sweep --quick                          # 3 levels, 1 s delay, 7 targets: about a minute
   blocklab sweep --targets lean,reactive --levels 1000,5000,10000
   blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
@@ -56,7 +56,8 @@ pub struct SweepArgs {
     #[arg(long, default_value = "60s", value_parser = parse_positive_duration, value_name = "DUR")]
     pub timeout: Duration,
 
-    /// Three levels (100, 400, 800) and a 1 s delay: about ten seconds a target.
+    /// A first look: three levels (100, 400, 800), a 1 s delay, --recheck 5s, and of the peers only
+    /// go-nethttp, spring-web and spring-webflux unless --targets: ~5 s a native target, ~15 s a JVM.
     #[arg(long)]
     pub quick: bool,
 
@@ -73,9 +74,10 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value = "blocklab", value_name = "CLIENT")]
     pub client: Client,
 
-    /// After a target stops answering: how long to probe /test to see whether it answers again.
-    #[arg(long, default_value = "20s", value_parser = parse_duration, value_name = "DUR")]
-    pub recheck: Duration,
+    /// After a target stops answering: how long to probe /test to see whether it answers again
+    /// [default: 20s, or 5s with --quick].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub recheck: Option<Duration>,
 
     /// Do not use cgroups: run every target uncapped (memory is then not measured).
     #[arg(long)]
@@ -96,7 +98,7 @@ impl SweepArgs {
             (None, Some(names)) => {
                 names.iter().map(|n| Target::parse(n, &peers)).collect::<Result<Vec<_>, _>>()?
             }
-            (None, None) => default_targets(&peers),
+            (None, None) => default_targets(&peers, self.quick),
         };
         if targets.is_empty() {
             return Err("--targets is empty".to_string());
@@ -143,7 +145,7 @@ impl SweepArgs {
             placement: crate::harness::placement::Placement::detect(),
             use_cgroups: !self.no_cgroup,
             client: self.client,
-            recheck: self.recheck,
+            recheck: self.recheck.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 20 })),
         })
     }
 }

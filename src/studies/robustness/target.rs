@@ -82,9 +82,19 @@ impl Target {
 }
 
 /// Every target by default: the four server models, then every server peer
-/// that serves `/delay`.
-pub fn default_targets(peers: &Peers) -> Vec<Target> {
+/// that serves `/delay`; with `quick`, of the peers only [`QUICK_PEERS`].
+pub fn default_targets(peers: &Peers, quick: bool) -> Vec<Target> {
     let mut targets: Vec<Target> = Model::ALL.into_iter().map(Target::Model).collect();
-    targets.extend(peers.servers_of(DELAY_PATH).map(Target::of_peer));
+    targets.extend(
+        peers
+            .servers_of(DELAY_PATH)
+            .filter(|p| !quick || QUICK_PEERS.contains(&p.name.as_str()))
+            .map(Target::of_peer),
+    );
     targets
 }
+
+/// The peers `--quick` sweeps beside the four models: the seed's two
+/// applications and Go (a JVM costs ~15 s a target to start and step, so the
+/// engines and virtual threads wait for the full run).
+pub const QUICK_PEERS: [&str; 3] = ["go-nethttp", "spring-web", "spring-webflux"];
