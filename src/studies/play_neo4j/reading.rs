@@ -224,6 +224,7 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     if targets.len() < 2 {
         return out;
     }
+    out.extend(blocking_side_by_side(results, &targets));
     for endpoint in [Endpoint::Test, Endpoint::GetDataAsync, Endpoint::GetDataAkkaAsync] {
         let Some(id) = endpoint.test_id() else { continue };
         let best: Vec<(&str, &RunRecord)> = targets
@@ -332,4 +333,44 @@ fn shares_above_one(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -
             .map_or(0.0, |e| super::results::reads_per_request(*e));
         t.best().is_some_and(|r| r.rps * reads > 1.1 * ceiling.reads_per_s)
     })
+}
+
+/// The blocking endpoints (2 and 5) side by side, with why they differ: blocklab's
+/// `/getData` blocks its one runtime worker (the anti-pattern the study shows), a
+/// JVM peer's blocks one thread of a pool of many.
+fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for endpoint in [Endpoint::GetData, Endpoint::GetDataAkka] {
+        let Some(id) = endpoint.test_id() else { continue };
+        let best: Vec<(&str, &RunRecord)> = targets
+            .iter()
+            .filter_map(|t| Some((*t, results.test(t, id).and_then(TestRecord::best)?)))
+            .collect();
+        if best.len() < 2 {
+            continue;
+        }
+        let parts: Vec<String> = best
+            .iter()
+            .map(|(t, r)| {
+                let how = if *t == BLOCKLAB {
+                    if endpoint == Endpoint::GetData {
+                        "each read blocks the runtime worker that holds the connection, and every other connection \
+                         on that worker waits behind it (the anti-pattern the study shows)"
+                            .to_string()
+                    } else {
+                        "each request blocks its runtime worker until one of the 4 blocking actors replies".to_string()
+                    }
+                } else {
+                    format!(
+                        "each read blocks one thread of a pool ({} threads in the process at its peak), and the \
+                         pool's other threads go on",
+                        r.server_threads_max.map_or("?".to_string(), |n| n.to_string())
+                    )
+                };
+                format!("{t} {} req/s, p99 {} ms: {how}", rps(r.rps), ms(r.p99_ms))
+            })
+            .collect();
+        out.push(format!("{} (blocking): {}.", endpoint.path(), parts.join("; ")));
+    }
+    out
 }
