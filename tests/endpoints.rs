@@ -184,7 +184,13 @@ async fn a_panicking_read_fails_only_its_request(model: Model) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
-    let server = embedded_server(small());
+    for model in STACKS {
+        metrics_of(model).await;
+    }
+}
+
+async fn metrics_of(model: Model) {
+    let server = embedded_server(ServeConfig { model, ..small() });
     for endpoint in DATA {
         assert_eq!(get(server.addr(), &format!("{}?id=5", endpoint.path())).await.status, 200);
     }
@@ -194,7 +200,7 @@ async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
     let text = reply.body;
     for endpoint in DATA {
         let line = format!("blocklab_http_requests_total{{endpoint=\"{}\",code=\"200\"}} 1", endpoint.path());
-        assert!(text.contains(&line), "missing {line}");
+        assert!(text.contains(&line), "{model}: missing {line}");
         let count =
             format!("blocklab_http_request_duration_seconds_count{{endpoint=\"{}\"}} 1", endpoint.path());
         assert!(text.contains(&count), "missing {count}");
@@ -219,6 +225,11 @@ async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
     assert!(metric(&text, "tokio_blocking_threads{runtime=\"http\"}") >= 1);
     assert_eq!(metric(&text, "blocklab_actor_pool_mailbox_depth"), 0);
     assert!(metric(&text, "blocklab_actor_pool_mailbox_depth_peak") >= 1);
+    // Which read of the embedded database ran.
+    assert!(
+        text.contains(&format!("model=\"{model}\"")) && text.contains("embedded_read=\"index\""),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
