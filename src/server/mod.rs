@@ -12,6 +12,7 @@
 
 pub mod accept;
 pub mod actors;
+pub mod allocations;
 pub mod app;
 pub mod args;
 pub mod config;
