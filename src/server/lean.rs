@@ -98,7 +98,17 @@ impl LeanServer {
         shared
             .admission
             .accept_until(&listener, shutdown, |stream, _peer, ticket| {
-                tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket));
+                let task = connection(stream, shared.clone(), stopped.clone(), ticket);
+                if shared.state.metrics().connections_accepted.load(std::sync::atomic::Ordering::Relaxed) == 1
+                {
+                    // What one connection holds in user space, besides its socket's
+                    // registration: this future, inside tokio's task cell.
+                    tracing::info!(
+                        bytes = std::mem::size_of_val(&task),
+                        "lean: each connection's task holds a future of"
+                    );
+                }
+                tokio::spawn(task);
             })
             .await;
         drop(listener);
