@@ -50,7 +50,13 @@ pub fn seed(args: &SeedArgs) -> Result<(), Failure> {
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting a runtime")?;
     let backend = runtime
-        .block_on(crate::graph::open(&args.db, args.nodes, std::time::Duration::ZERO, settings))
+        .block_on(crate::graph::open(
+            &args.db,
+            args.nodes,
+            std::time::Duration::ZERO,
+            settings,
+            Default::default(),
+        ))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let bar =
         if std::io::stderr().is_terminal() { ProgressBar::new(args.nodes) } else { ProgressBar::hidden() };

@@ -75,6 +75,44 @@ fn quick_bench_writes_every_row_and_file() {
 }
 
 #[test]
+fn bench_under_lean_names_the_model_and_the_read_everywhere() {
+    let out = std::env::temp_dir().join(format!("blocklab-bench-lean-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_blocklab"))
+            .args(["bench", "--quick", "--model", "lean", "--embedded-read", "cypher"])
+            .args(["--apis", "1,2,3,5", "-n", "500", "--runs", "1", "--out"])
+            .arg(&out),
+        std::time::Duration::from_secs(300),
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("server: blocklab --model lean (tokio + httparse)"), "{stdout}");
+    assert!(stdout.contains("embedded read: cypher"), "{stdout}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    common::validate_schema("schema/bench-results.json", &results);
+    let parameters = &results["conditions"]["parameters"];
+    assert_eq!(
+        (parameters["server_model"].as_str(), parameters["embedded_read"].as_str()),
+        (Some("lean"), Some("cypher"))
+    );
+    for test in results["tests"].as_array().unwrap() {
+        assert_eq!(test["status"], "ok", "{test:#}");
+        let scraped = &test["runs"][0]["server"];
+        assert!(scraped["server_requests"].as_u64().unwrap() >= 500, "lean's /metrics scraped: {test:#}");
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.starts_with("target,server_model,embedded_read,"), "{csv}");
+    assert_eq!(csv.lines().skip(1).filter(|l| l.starts_with("blocklab,lean,cypher,")).count(), 4, "{csv}");
+    for file in ["results.md", "report.html"] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(text.contains("blocklab --model lean") && text.contains("embedded read: cypher"), "{file}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn bad_bench_flags_exit_2_before_anything_starts() {
     for (args, needle) in [
         (vec!["bench", "--apis", "getNothing"], "unknown API"),
@@ -88,6 +126,9 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "--target", "play"], "a peer target reads Neo4j"),
         (vec!["bench", "--db-warm", "5s"], "--db neo4j only"),
         (vec!["bench", "--db", "neo4j", "--db-cpus", "x"], "names no CPU"),
+        (vec!["bench", "--model", "pool"], "use --model reactive or --model lean"),
+        (vec!["bench", "--model", "actors"], "--model"),
+        (vec!["bench", "--db", "falkor://127.0.0.1:1", "--embedded-read", "cypher"], "--db embedded only"),
     ] {
         let out = common::output_within(
             Command::new(env!("CARGO_BIN_EXE_blocklab")).args(&args),

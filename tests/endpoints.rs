@@ -16,28 +16,33 @@ fn small() -> ServeConfig {
     ServeConfig { nodes: 200, workers: 2, ..ServeConfig::default() }
 }
 
+/// The two server stacks that serve study 1: hyper + axum, and lean.
+const STACKS: [Model; 2] = [Model::Reactive, Model::Lean];
+
 const DATA: [Endpoint; 7] = Endpoint::DATA;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_data_endpoint_returns_exactly_the_requested_node() {
-    let server = embedded_server(small());
-    for endpoint in DATA {
-        for id in [1, 42, 200] {
-            let reply = get(server.addr(), &format!("{}?id={id}", endpoint.path())).await;
-            assert_eq!(reply.status, 200, "{} id={id}: {}", endpoint.path(), reply.body);
-            assert_eq!(reply.headers["content-type"], "application/json");
-            assert_eq!(
-                reply.json(),
-                serde_json::to_value(content_record(id)).unwrap(),
-                "{}",
-                endpoint.path()
-            );
+    for model in STACKS {
+        let server = embedded_server(ServeConfig { model, ..small() });
+        for endpoint in DATA {
+            for id in [1, 42, 200] {
+                let reply = get(server.addr(), &format!("{}?id={id}", endpoint.path())).await;
+                assert_eq!(reply.status, 200, "{model} {} id={id}: {}", endpoint.path(), reply.body);
+                assert_eq!(reply.headers["content-type"], "application/json");
+                assert_eq!(
+                    reply.json(),
+                    serde_json::to_value(content_record(id)).unwrap(),
+                    "{model} {}",
+                    endpoint.path()
+                );
+            }
+            // Without ?id= the node is random but still a whole, valid node.
+            let reply = get(server.addr(), endpoint.path()).await;
+            let id = reply.json()["id"].as_i64().unwrap();
+            assert!((1..=200).contains(&id));
+            assert_eq!(reply.json(), serde_json::to_value(content_record(id)).unwrap());
         }
-        // Without ?id= the node is random but still a whole, valid node.
-        let reply = get(server.addr(), endpoint.path()).await;
-        let id = reply.json()["id"].as_i64().unwrap();
-        assert!((1..=200).contains(&id));
-        assert_eq!(reply.json(), serde_json::to_value(content_record(id)).unwrap());
     }
 }
 
@@ -55,19 +60,24 @@ async fn test_endpoint_says_works_and_every_response_has_server_and_date() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_ids_are_400_with_a_message_that_says_what_is_wrong() {
-    let server = embedded_server(small());
-    for endpoint in DATA {
-        for (query, expected) in [
-            ("id=abc", "id must be an integer from 1 to 200, got 'abc'"),
-            ("id=", "id must be an integer from 1 to 200, got ''"),
-            ("id=0", "id 0 is out of range: ids run from 1 to 200"),
-            ("id=201", "id 201 is out of range: ids run from 1 to 200"),
-            ("id=-3", "id -3 is out of range: ids run from 1 to 200"),
-            ("id=99999999999999999999", "id must be an integer from 1 to 200, got '99999999999999999999'"),
-        ] {
-            let reply = get(server.addr(), &format!("{}?{query}", endpoint.path())).await;
-            assert_eq!(reply.status, 400, "{} {query}", endpoint.path());
-            assert_eq!(reply.json(), serde_json::json!({ "error": expected }));
+    for model in STACKS {
+        let server = embedded_server(ServeConfig { model, ..small() });
+        for endpoint in DATA {
+            for (query, expected) in [
+                ("id=abc", "id must be an integer from 1 to 200, got 'abc'"),
+                ("id=", "id must be an integer from 1 to 200, got ''"),
+                ("id=0", "id 0 is out of range: ids run from 1 to 200"),
+                ("id=201", "id 201 is out of range: ids run from 1 to 200"),
+                ("id=-3", "id -3 is out of range: ids run from 1 to 200"),
+                (
+                    "id=99999999999999999999",
+                    "id must be an integer from 1 to 200, got '99999999999999999999'",
+                ),
+            ] {
+                let reply = get(server.addr(), &format!("{}?{query}", endpoint.path())).await;
+                assert_eq!(reply.status, 400, "{model} {} {query}", endpoint.path());
+                assert_eq!(reply.json(), serde_json::json!({ "error": expected }));
+            }
         }
     }
 }
@@ -100,12 +110,14 @@ async fn actor_replies_that_miss_their_limit_are_503() {
         },
         ..small()
     };
-    let server = embedded_server(config);
-    for path in ["/getDataAkka?id=3", "/getDataAkkaAsync?id=3", "/getDataAkkaAsync2?id=3"] {
-        let reply = get(server.addr(), path).await;
-        assert_eq!(reply.status, 503, "{path}: {}", reply.body);
-        assert_eq!(reply.json(), serde_json::json!({ "error": "no reply from the actor within 100ms" }));
-        assert!(reply.elapsed < Duration::from_millis(550), "{path} waited {:?}", reply.elapsed);
+    for model in STACKS {
+        let server = embedded_server(ServeConfig { model, ..config.clone() });
+        for path in ["/getDataAkka?id=3", "/getDataAkkaAsync?id=3", "/getDataAkkaAsync2?id=3"] {
+            let reply = get(server.addr(), path).await;
+            assert_eq!(reply.status, 503, "{model} {path}: {}", reply.body);
+            assert_eq!(reply.json(), serde_json::json!({ "error": "no reply from the actor within 100ms" }));
+            assert!(reply.elapsed < Duration::from_millis(550), "{model} {path} waited {:?}", reply.elapsed);
+        }
     }
 }
 
@@ -136,8 +148,14 @@ impl GraphBackend for PanicsOn {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_worker_is_restarted_and_only_its_request_fails() {
+    for model in STACKS {
+        a_panicking_read_fails_only_its_request(model).await;
+    }
+}
+
+async fn a_panicking_read_fails_only_its_request(model: Model) {
     let backend = Arc::new(PanicsOn { id: 13, inner: EmbeddedGraph::load(200, Duration::ZERO).unwrap() });
-    let server = server_with(small(), backend);
+    let server = server_with(ServeConfig { model, ..small() }, backend);
     let addr = server.addr();
 
     for round in 0..3 {
@@ -159,14 +177,20 @@ async fn a_panicking_worker_is_restarted_and_only_its_request_fails() {
         ["/getData?id=13", "/getDataAsync?id=13", "/getDataSpawnBlocking?id=13", "/getDataAkkaAsync?id=13"]
     {
         let reply = get(addr, path).await;
-        assert_eq!(reply.status / 100, 5, "{path}: {}", reply.body);
-        assert_eq!(get(addr, &path.replace("13", "12")).await.status, 200, "{path}");
+        assert_eq!(reply.status / 100, 5, "{model} {path}: {}", reply.body);
+        assert_eq!(get(addr, &path.replace("13", "12")).await.status, 200, "{model} {path}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
-    let server = embedded_server(small());
+    for model in STACKS {
+        metrics_of(model).await;
+    }
+}
+
+async fn metrics_of(model: Model) {
+    let server = embedded_server(ServeConfig { model, ..small() });
     for endpoint in DATA {
         assert_eq!(get(server.addr(), &format!("{}?id=5", endpoint.path())).await.status, 200);
     }
@@ -176,7 +200,7 @@ async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
     let text = reply.body;
     for endpoint in DATA {
         let line = format!("blocklab_http_requests_total{{endpoint=\"{}\",code=\"200\"}} 1", endpoint.path());
-        assert!(text.contains(&line), "missing {line}");
+        assert!(text.contains(&line), "{model}: missing {line}");
         let count =
             format!("blocklab_http_request_duration_seconds_count{{endpoint=\"{}\"}} 1", endpoint.path());
         assert!(text.contains(&count), "missing {count}");
@@ -201,6 +225,11 @@ async fn metrics_expose_requests_latency_runtime_and_actor_figures_with_help() {
     assert!(metric(&text, "tokio_blocking_threads{runtime=\"http\"}") >= 1);
     assert_eq!(metric(&text, "blocklab_actor_pool_mailbox_depth"), 0);
     assert!(metric(&text, "blocklab_actor_pool_mailbox_depth_peak") >= 1);
+    // Which read of the embedded database ran.
+    assert!(
+        text.contains(&format!("model=\"{model}\"")) && text.contains("embedded_read=\"index\""),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

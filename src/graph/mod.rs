@@ -29,7 +29,7 @@ pub use credentials::redact_credentials;
 use credentials::{decode, encode, with_credentials};
 
 pub use dataset::content_record;
-pub use embedded::EmbeddedGraph;
+pub use embedded::{EmbeddedGraph, EmbeddedRead};
 pub use falkor::{FalkorGraph, FalkorTarget};
 pub use neo4j::{Neo4jGraph, Neo4jTarget};
 
@@ -134,21 +134,24 @@ impl DbUrl {
     }
 }
 
-/// Opens the database `db` names. Networked databases are not contacted
-/// here: their clients connect on first use, so a server can start while its
-/// database is down.
+/// Opens the database `db` names (the embedded one read by `read`).
+/// Networked databases are not contacted here: their clients connect on
+/// first use, so a server can start while its database is down.
 pub async fn open(
     db: &DbUrl,
     nodes: u64,
     latency: Duration,
     settings: DbSettings,
+    read: EmbeddedRead,
 ) -> Result<Arc<dyn GraphBackend>, GraphError> {
     Ok(match db {
         DbUrl::Embedded => {
             // Loading is CPU work that can take seconds for millions of nodes.
-            let graph = tokio::task::spawn_blocking(move || EmbeddedGraph::load(nodes, latency))
-                .await
-                .map_err(|e| GraphError::Query(format!("loading the embedded graph: {e}")))??;
+            let graph = tokio::task::spawn_blocking(move || {
+                EmbeddedGraph::load(nodes, latency).map(|g| g.reading_by(read))
+            })
+            .await
+            .map_err(|e| GraphError::Query(format!("loading the embedded graph: {e}")))??;
             Arc::new(graph)
         }
         DbUrl::Falkor(target) => Arc::new(FalkorGraph::new(target.clone(), settings)),

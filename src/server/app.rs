@@ -4,6 +4,7 @@
 //! can drive it directly.
 
 use axum::Router;
+use axum::extract::{Request, State};
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get};
 use tower::Layer;
@@ -23,6 +24,8 @@ pub type App = Observe<Router>;
 pub fn app(state: AppState) -> App {
     let router = match state.model() {
         Model::Pool | Model::Thread => on_request_threads(),
+        // The lean model has a server of its own (`lean.rs`); this router
+        // serves its routes too when a test drives it without a socket.
         Model::Reactive | Model::Lean => reactive(),
     };
     let observe = ObserveLayer::new(state.metrics().clone());
@@ -36,18 +39,18 @@ pub fn app(state: AppState) -> App {
     )
 }
 
-/// The reactive model's routes: every handler on the async workers.
+/// The reactive model's routes: every handler on the async workers; each
+/// data endpoint's read is [`super::data::read`]'s.
 fn reactive() -> Router<AppState> {
-    Router::new()
+    let mut router = Router::new()
         .route(Endpoint::Test.path(), only_get(handlers::test))
-        .route(Endpoint::Delay.path(), only_get(handlers::delay))
-        .route(Endpoint::GetData.path(), only_get(handlers::get_data))
-        .route(Endpoint::GetDataAsync.path(), only_get(handlers::get_data_async))
-        .route(Endpoint::GetDataAsync2.path(), only_get(handlers::get_data_async2))
-        .route(Endpoint::GetDataAkka.path(), only_get(handlers::get_data_akka))
-        .route(Endpoint::GetDataAkkaAsync.path(), only_get(handlers::get_data_akka_async))
-        .route(Endpoint::GetDataAkkaAsync2.path(), only_get(handlers::get_data_akka_async2))
-        .route(Endpoint::GetDataSpawnBlocking.path(), only_get(handlers::get_data_spawn_blocking))
+        .route(Endpoint::Delay.path(), only_get(handlers::delay));
+    for endpoint in Endpoint::DATA {
+        let handler =
+            move |State(state): State<AppState>, request: Request| handlers::data(state, request, endpoint);
+        router = router.route(endpoint.path(), only_get(handler));
+    }
+    router
 }
 
 /// The pool and thread models' routes: `/test`, `/delay` and `/getData` run

@@ -16,7 +16,7 @@ use super::runtime::build_runtime;
 use crate::command::shutdown_signal;
 use crate::failure::Failure;
 use crate::flags::{DbClientArgs, parse_addr, parse_db, parse_duration, parse_positive_duration};
-use crate::graph::DbUrl;
+use crate::graph::{DbUrl, EmbeddedRead};
 
 /// What `blocklab serve --help` shows after the flags.
 pub const SERVE_EXAMPLES: &str = "\
@@ -34,7 +34,7 @@ Endpoints (GET; every data endpoint takes ?id=N, else reads a random node):
 
 Server models (--model; study 2):
   reactive   tokio + hyper/axum; handlers on the async workers (all endpoints)
-  lean       tokio tasks holding no buffer while idle, httparse (/delay, /test, /metrics)
+  lean       tokio tasks holding no buffer while idle, httparse (all endpoints)
   pool       --threads OS threads (default 200, Tomcat's maxThreads); requests beyond
              them wait for a free one; /delay sleeps its thread (/delay, /test, /getData)
   thread     a new OS thread per request (/delay, /test, /getData)
@@ -65,6 +65,11 @@ pub struct ServeArgs {
     /// Simulated network round trip added to every read, e.g. 1ms, 500us (embedded database only).
     #[arg(long, default_value = "0ms", value_parser = parse_duration, value_name = "DUR")]
     pub db_latency: Duration,
+
+    /// How the embedded database is read: by its property index on id (an application's
+    /// read of a store it embeds) or with the Cypher query (planned on every call) [default: index].
+    #[arg(long, value_enum, value_name = "index|cypher")]
+    pub embedded_read: Option<EmbeddedRead>,
 
     /// Database client settings.
     #[command(flatten)]
@@ -120,10 +125,17 @@ impl ServeArgs {
         if self.threads.is_some() && self.model != Model::Pool {
             return Err(format!("--threads applies to --model pool only (this is --model {})", self.model));
         }
+        if self.embedded_read.is_some() && self.db != DbUrl::Embedded {
+            return Err(
+                "--embedded-read applies to --db embedded only (FalkorDB and Neo4j run the Cypher query)"
+                    .to_string(),
+            );
+        }
         Ok(ServeConfig {
             nodes: self.nodes,
             db: self.db.clone(),
             db_latency: self.db_latency,
+            embedded_read: self.embedded_read.unwrap_or_default(),
             db_settings: self.db_client.settings(),
             workers: self.workers.map_or_else(available_cores, usize::from),
             actor_threads: usize::from(self.actor_threads),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::actors::{self, ActorLimits};
 use super::model::{self, LISTEN_BACKLOG, Model};
-use crate::graph::{DbSettings, DbUrl};
+use crate::graph::{DbSettings, DbUrl, EmbeddedRead};
 
 /// Everything `serve` needs to know, validated.
 #[derive(Debug, Clone)]
@@ -17,6 +17,8 @@ pub struct ServeConfig {
     pub db: DbUrl,
     /// Simulated network round trip added to every read (embedded backend).
     pub db_latency: Duration,
+    /// How the embedded backend is read: its property index or Cypher.
+    pub embedded_read: EmbeddedRead,
     /// Client settings of a networked database (pool sizes, timeouts).
     pub db_settings: DbSettings,
     /// Worker threads of the HTTP runtime.
@@ -48,6 +50,7 @@ impl Default for ServeConfig {
             nodes: 10_000,
             db: DbUrl::Embedded,
             db_latency: Duration::ZERO,
+            embedded_read: EmbeddedRead::Index,
             db_settings: DbSettings::default(),
             workers: available_cores(),
             actor_threads: actors::POOL_SIZE,

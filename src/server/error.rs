@@ -31,7 +31,7 @@ pub enum AppError {
     #[error("internal error while handling the request")]
     Panicked,
     /// The path is an endpoint of another server model.
-    #[error("{path} is not served by --model {model}; --model reactive serves it")]
+    #[error("{path} is not served by --model {model}; --model reactive or lean serves it")]
     NotInModel {
         /// The path asked for.
         path: String,
@@ -58,6 +58,16 @@ impl AppError {
         }
     }
 
+    /// The status and the message the client gets; a server error is logged
+    /// here with its detail. Every server model answers an error through it.
+    pub fn answer(&self) -> (StatusCode, String) {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(error = %self, status = status.as_u16(), "request failed");
+        }
+        (status, self.public_message())
+    }
+
     /// The message for the client: specific where it helps, generic where the
     /// detail is internal (it is logged instead).
     fn public_message(&self) -> String {
@@ -81,11 +91,8 @@ fn graph_status(e: &GraphError) -> StatusCode {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        if status.is_server_error() {
-            tracing::warn!(error = %self, status = status.as_u16(), "request failed");
-        }
-        (status, Json(serde_json::json!({ "error": self.public_message() }))).into_response()
+        let (status, message) = self.answer();
+        (status, Json(serde_json::json!({ "error": message }))).into_response()
     }
 }
 

@@ -1,6 +1,6 @@
-//! The handlers, one per execution model. Each is a few lines on purpose: the
-//! only thing that differs between them is which read they call and on which
-//! thread, and that is what the comment on each says.
+//! The axum handlers of the hyper-based models. What a data endpoint does is
+//! [`super::data`]'s (shared with the lean server); here it is only wrapped
+//! for axum.
 //!
 //! Under the `pool` and `thread` server models, `/test`, `/delay` and
 //! `/getData` run as plain blocking code on a request thread
@@ -8,10 +8,13 @@
 
 use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderValue;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 
+use super::data;
 use super::delay;
+use super::endpoint::Endpoint;
 use super::error::AppError;
 use super::state::AppState;
 use crate::graph::Content;
@@ -19,75 +22,18 @@ use crate::graph::Content;
 /// The result of a data endpoint.
 type DataResult = Result<Json<Content>, AppError>;
 
-/// `/test`: no I/O, the ceiling of the HTTP stack.
-pub async fn test() -> &'static str {
-    "works"
+/// `/test`: no I/O, the ceiling of the HTTP stack. Its length is a static
+/// header: axum would otherwise format it into a new header value on every
+/// request (an allocation, `bench/allocations.py`).
+pub async fn test() -> impl IntoResponse {
+    ([(CONTENT_LENGTH, HeaderValue::from_static("5"))], "works")
 }
 
-/// `/getData`: the anti-pattern, faithfully. The blocking read runs right
-/// here, inside the async handler, holding this HTTP runtime worker for the
-/// whole round trip; every other connection on this worker waits behind it.
-pub async fn get_data(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    let content = state.backend().read_blocking(id).map_err(|e| counted(&state, e))?;
-    Ok(Json(content))
-}
-
-/// `/getDataAsync`: the non-blocking read, awaited; the worker serves other
-/// connections while this one waits.
-pub async fn get_data_async(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    let content = state.backend().read(id).await.map_err(|e| counted(&state, e))?;
-    Ok(Json(content))
-}
-
-/// `/getDataAsync2`: two non-blocking reads, the second started after the
-/// first completes; answers with the second.
-pub async fn get_data_async2(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    state.backend().read(id).await.map_err(|e| counted(&state, e))?;
-    let content = state.backend().read(id).await.map_err(|e| counted(&state, e))?;
-    Ok(Json(content))
-}
-
-/// `/getDataAkka`: ask the router of 4 blocking actors and block this HTTP
-/// worker until the reply (the seed's `Await.result`, 5 s limit).
-pub async fn get_data_akka(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    let content = state.actors()?.ask_blocking(id).map_err(|e| counted_ask(&state, e))?;
-    Ok(Json(content))
-}
-
-/// `/getDataAkkaAsync`: ask the piping actor and await its reply.
-pub async fn get_data_akka_async(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    let content = state.actors()?.ask(id).await.map_err(|e| counted_ask(&state, e))?;
-    Ok(Json(content))
-}
-
-/// `/getDataAkkaAsync2`: two asks in sequence; answers with the second.
-pub async fn get_data_akka_async2(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    state.actors()?.ask(id).await.map_err(|e| counted_ask(&state, e))?;
-    let content = state.actors()?.ask(id).await.map_err(|e| counted_ask(&state, e))?;
-    Ok(Json(content))
-}
-
-/// `/getDataSpawnBlocking`: the idiomatic fix. The same blocking read, moved
-/// to tokio's blocking pool (a thread per concurrent call), so the HTTP
-/// worker is free while it runs.
-pub async fn get_data_spawn_blocking(State(state): State<AppState>, request: Request) -> DataResult {
-    let id = requested_id(&state, request.uri().query())?;
-    let (backend, metrics) = (state.backend().clone(), state.metrics().clone());
-    let task = tokio::task::spawn_blocking(move || {
-        metrics.spawn_blocking_in_flight.inc();
-        let result = backend.read_blocking(id);
-        metrics.spawn_blocking_in_flight.dec();
-        result
-    });
-    // A JoinError means the read panicked (or the runtime is shutting down).
-    let content = task.await.map_err(|_| AppError::Panicked)?.map_err(|e| counted(&state, e))?;
-    Ok(Json(content))
+/// A study-1 data endpoint: the id from `?id=`, then `endpoint`'s read as
+/// [`data::read`] does it (the one place that says what each endpoint does).
+pub async fn data(state: AppState, request: Request, endpoint: Endpoint) -> DataResult {
+    let id = data::requested_id(state.nodes(), request.uri().query())?;
+    Ok(Json(data::read(&state, endpoint, id).await?))
 }
 
 /// `/delay` (models reactive and lean): awaits a timer, as WebFlux's
@@ -135,8 +81,8 @@ pub async fn get_data_on_thread(
     let threads = state.request_threads()?.clone();
     let response = threads
         .run(move || {
-            let read = requested_id(&state, query.as_deref())
-                .and_then(|id| state.backend().read_blocking(id).map_err(|e| counted(&state, e)));
+            let read = data::requested_id(state.nodes(), query.as_deref())
+                .and_then(|id| state.backend().read_blocking(id).map_err(|e| data::counted(&state, e)));
             read.map(Json).into_response()
         })
         .await;
@@ -161,34 +107,4 @@ pub async fn no_such_path(request: Request) -> AppError {
 /// A known path with a method other than GET or HEAD.
 pub async fn method_not_allowed(request: Request) -> AppError {
     AppError::MethodNotAllowed(request.method().to_string())
-}
-
-/// The id to read: `?id=N` if given (validated), else uniformly random in 1..=nodes.
-fn requested_id(state: &AppState, query: Option<&str>) -> Result<i64, AppError> {
-    let nodes = state.nodes() as i64;
-    let given =
-        query.and_then(|q| form_urlencoded::parse(q.as_bytes()).find(|(key, _)| key == "id").map(|(_, v)| v));
-    let Some(raw) = given else {
-        return Ok(rand::random_range(1..=nodes));
-    };
-    match raw.trim().parse::<i64>() {
-        Ok(id) if (1..=nodes).contains(&id) => Ok(id),
-        Ok(id) => Err(AppError::BadRequest(format!("id {id} is out of range: ids run from 1 to {nodes}"))),
-        Err(_) => {
-            let shown: String = raw.chars().take(40).collect();
-            Err(AppError::BadRequest(format!("id must be an integer from 1 to {nodes}, got '{shown}'")))
-        }
-    }
-}
-
-fn counted(state: &AppState, e: crate::graph::GraphError) -> AppError {
-    state.metrics().db_error(e.kind());
-    AppError::Graph(e)
-}
-
-fn counted_ask(state: &AppState, e: super::actors::AskError) -> AppError {
-    if let super::actors::AskError::Graph(g) = &e {
-        state.metrics().db_error(g.kind());
-    }
-    AppError::Ask(e)
 }

@@ -8,10 +8,17 @@
 //! are read into a scratch buffer of the worker thread and parsed there with
 //! `httparse` and the HTTP/1.1 rules the load generator shares
 //! ([`crate::http1`]). Responses are pre-encoded at start; only the `Date`
-//! header (cached per second per thread) is added to each.
+//! header (cached per second per thread) and the length are added to each.
+//!
+//! Study 1's data endpoints run the same code as under `reactive`
+//! ([`super::data::read`]), polled in the connection's task on its runtime
+//! worker: `/getData` blocks that worker for the read, `/getDataAsync`
+//! awaits, `/getDataAkka` blocks it on the actor pool's reply. That future is
+//! boxed, so a connection's task stays the size a `/delay` needs; the JSON
+//! is written into a per-thread buffer.
 //!
 //! HTTP/1.0 and 1.1, keep-alive (1.1 by default, 1.0 when asked), pipelining,
-//! GET and HEAD on `/delay`, `/test` and `/metrics`. Anything else gets a
+//! GET and HEAD on every endpoint. Anything else gets a
 //! correct error: 404 (unknown path), 405 (other method), 413 (a request
 //! body), 431 (a head over 16 KiB or over 64 fields), 400 (malformed), 505
 //! (another HTTP version), 408 (a started head not complete within
@@ -20,23 +27,24 @@
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use futures_util::FutureExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::accept::{Admission, Ticket};
-use super::config::{ServeConfig, model_info};
+use super::config::ServeConfig;
+use super::data;
 use super::delay;
 use super::endpoint::Endpoint;
 use super::error::AppError;
-use super::metrics::Metrics;
-use super::model::Model;
 use super::observe::SERVER_HEADER;
-use super::runtime::RuntimeProbe;
+use super::state::AppState;
 use crate::http1;
 
 /// The longest request head accepted.
@@ -50,6 +58,8 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = RefCell::new(vec![0; MAX_HEAD]);
     /// Where responses are encoded before they are written.
     static OUT: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+    /// Where a data endpoint's JSON body is written.
+    static BODY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(512));
     /// The `Date` header value and the second it was made for.
     static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
 }
@@ -60,26 +70,24 @@ pub struct LeanServer {
 }
 
 struct Shared {
-    metrics: Arc<Metrics>,
+    /// The database, the actors, the metrics: what the endpoints read.
+    state: AppState,
     admission: Admission,
-    http: RuntimeProbe,
-    info: Vec<(&'static str, String)>,
     test: Vec<u8>,
-    delay: Vec<u8>,
+    json: Vec<u8>,
     /// How long a started request head may take to arrive in full.
     head_timeout: Duration,
 }
 
 impl LeanServer {
-    /// A server for `config`, whose tasks run on the runtime `http` probes.
-    pub fn new(config: &ServeConfig, http: RuntimeProbe) -> LeanServer {
-        let metrics = Arc::new(Metrics::default());
-        let admission = Admission::new(config.max_connections, metrics.clone());
-        let test = prelude(200, "text/plain; charset=utf-8", b"works".len(), "");
-        let delay = prelude(200, "application/json", delay::BODY.len(), "");
-        let info = model_info(config);
+    /// A server for `config` over `state` (built for the lean model, with
+    /// the probe of the runtime its tasks run on).
+    pub fn new(config: &ServeConfig, state: AppState) -> LeanServer {
+        let admission = Admission::new(config.max_connections, state.metrics().clone());
+        let test = prelude(200, "text/plain; charset=utf-8", "");
+        let json = prelude(200, "application/json", "");
         let head_timeout = config.header_timeout;
-        LeanServer { shared: Arc::new(Shared { metrics, admission, http, info, test, delay, head_timeout }) }
+        LeanServer { shared: Arc::new(Shared { state, admission, test, json, head_timeout }) }
     }
 
     /// Serves `listener` until `shutdown` resolves, then stops accepting,
@@ -90,14 +98,24 @@ impl LeanServer {
         shared
             .admission
             .accept_until(&listener, shutdown, |stream, _peer, ticket| {
-                tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket));
+                let task = connection(stream, shared.clone(), stopped.clone(), ticket);
+                if shared.state.metrics().connections_accepted.load(std::sync::atomic::Ordering::Relaxed) == 1
+                {
+                    // What one connection holds in user space, besides its socket's
+                    // registration: this future, inside tokio's task cell.
+                    tracing::info!(
+                        bytes = std::mem::size_of_val(&task),
+                        "lean: each connection's task holds a future of"
+                    );
+                }
+                tokio::spawn(task);
             })
             .await;
         drop(listener);
         stop.send_replace(true);
         tracing::info!("stopped accepting; waiting for open requests");
         let deadline = Instant::now() + grace;
-        while shared.metrics.connections_open.get() > 0 {
+        while shared.state.metrics().connections_open.get() > 0 {
             if Instant::now() >= deadline {
                 tracing::warn!(?grace, "requests still open after the grace period; stopping anyway");
                 return;
@@ -114,6 +132,8 @@ enum Action {
     Test,
     Delay(Duration),
     Metrics,
+    /// A study-1 data endpoint and the id it reads.
+    Data(Endpoint, i64),
     /// An error answer; the connection may go on (the request was well formed).
     Refuse(u16, String),
 }
@@ -139,8 +159,8 @@ enum Parsed {
     Malformed(u16, String),
 }
 
-/// Parses the first request in `bytes`.
-fn parse(bytes: &[u8]) -> Parsed {
+/// Parses the first request in `bytes`; valid ids run from 1 to `nodes`.
+fn parse(bytes: &[u8], nodes: u64) -> Parsed {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut head = httparse::Request::new(&mut headers);
     let used = match head.parse(bytes) {
@@ -195,10 +215,10 @@ fn parse(bytes: &[u8]) -> Parsed {
             Err(e) => Action::Refuse(400, e),
         },
         Endpoint::Other => Action::Refuse(404, format!("no such path: {}", shown(path))),
-        _ => Action::Refuse(
-            404,
-            AppError::NotInModel { path: path.to_string(), model: Model::Lean }.to_string(),
-        ),
+        data => match data::requested_id(nodes, query) {
+            Ok(id) => Action::Data(data, id),
+            Err(e) => Action::Refuse(400, e.to_string()),
+        },
     };
     let keep = if http10 { keep_alive && !close } else { !close };
     let request =
@@ -227,54 +247,52 @@ async fn connection(
     mut stopped: watch::Receiver<bool>,
     ticket: Ticket,
 ) {
+    let metrics = shared.state.metrics();
+    let nodes = shared.state.nodes();
     // Bytes of an incomplete head or of pipelined requests; empty (and
     // unallocated) whenever the connection is idle.
     let mut pending = Vec::new();
     loop {
-        let request = match next_request(&stream, &mut pending, &mut stopped, shared.head_timeout).await {
-            Input::Request(request) => request,
-            Input::Closed => break,
-            Input::Malformed(status, message) => {
-                let timer = shared.metrics.start(Endpoint::Other);
-                let _ = send_error(&mut stream, status, &message, false, false, false).await;
-                timer.finish(status);
-                break;
-            }
-        };
-        let timer = shared.metrics.start(request.endpoint);
-        let keep_alive = request.keep_alive && !*stopped.borrow();
-        let confirm = request.confirm_keep_alive && keep_alive;
+        let request =
+            match next_request(&mut stream, &mut pending, &mut stopped, shared.head_timeout, nodes).await {
+                Input::Request(request) => request,
+                Input::Closed => break,
+                Input::Malformed(status, message) => {
+                    let timer = metrics.start(Endpoint::Other);
+                    let _ = send_error(&mut stream, status, &message, Reply::CLOSE).await;
+                    timer.finish(status);
+                    break;
+                }
+            };
+        let timer = metrics.start(request.endpoint);
+        let mut reply = Reply::to(&request, *stopped.borrow());
         let (status, sent) = match request.action {
-            Action::Test => {
-                (200, send(&mut stream, &shared.test, b"works", request.head_only, keep_alive, confirm).await)
-            }
+            Action::Test => (200, send(&mut stream, &shared.test, b"works", reply).await),
             Action::Delay(wait) => {
                 tokio::time::sleep(wait).await;
-                let keep_alive = keep_alive && !*stopped.borrow();
-                let confirm = confirm && keep_alive;
-                (
-                    200,
-                    send(
-                        &mut stream,
-                        &shared.delay,
-                        delay::BODY.as_bytes(),
-                        request.head_only,
-                        keep_alive,
-                        confirm,
-                    )
-                    .await,
-                )
+                reply.keep_alive &= !*stopped.borrow();
+                (200, send(&mut stream, &shared.json, delay::BODY.as_bytes(), reply).await)
             }
             Action::Metrics => {
-                let probes = [&shared.http];
-                let text = shared.metrics.render(&shared.info, &probes);
-                let head = prelude(200, "text/plain; version=0.0.4; charset=utf-8", text.len(), "");
-                (200, send(&mut stream, &head, text.as_bytes(), request.head_only, keep_alive, confirm).await)
+                let text = shared.state.render_metrics();
+                let head = prelude(200, "text/plain; version=0.0.4; charset=utf-8", "");
+                (200, send(&mut stream, &head, text.as_bytes(), reply).await)
             }
-            Action::Refuse(status, ref message) => (
-                status,
-                send_error(&mut stream, status, message, request.head_only, keep_alive, confirm).await,
-            ),
+            Action::Data(endpoint, id) => {
+                // Boxed: the read's future is the largest of any request's, and
+                // inline it would size every connection's task, /delay's too.
+                // A read that panics answers 500; the connection carries on.
+                let state = shared.state.clone();
+                let read = Box::pin(async move { data::read(&state, endpoint, id).await });
+                match AssertUnwindSafe(read).catch_unwind().await {
+                    Ok(Ok(content)) => (200, send_json(&mut stream, &shared.json, &content, reply).await),
+                    Ok(Err(e)) => answer_error(&mut stream, &e, reply).await,
+                    Err(_) => answer_error(&mut stream, &AppError::Panicked, reply).await,
+                }
+            }
+            Action::Refuse(status, ref message) => {
+                (status, send_error(&mut stream, status, message, reply).await)
+            }
         };
         if sent.is_err() {
             // The client went away; the request counts as cancelled.
@@ -282,7 +300,7 @@ async fn connection(
             break;
         }
         timer.finish(status);
-        if !keep_alive {
+        if !reply.keep_alive {
             break;
         }
     }
@@ -290,18 +308,39 @@ async fn connection(
     drop(ticket);
 }
 
+/// How a response ends the exchange: whether the connection stays open, and
+/// whether that must be said (HTTP/1.0), and whether the body is left out (HEAD).
+#[derive(Debug, Clone, Copy)]
+struct Reply {
+    head_only: bool,
+    keep_alive: bool,
+    confirm: bool,
+}
+
+impl Reply {
+    /// The answer to a malformed head: the connection closes after it.
+    const CLOSE: Reply = Reply { head_only: false, keep_alive: false, confirm: false };
+
+    /// The answer to `request`; a stopping server closes the connection after it.
+    fn to(request: &Request, stopping: bool) -> Reply {
+        let keep_alive = request.keep_alive && !stopping;
+        Reply { head_only: request.head_only, keep_alive, confirm: request.confirm_keep_alive && keep_alive }
+    }
+}
+
 /// Reads until a whole request head is there (pending bytes first); a head
 /// started and not complete within `head_timeout` gets a 408.
 async fn next_request(
-    stream: &TcpStream,
+    stream: &mut TcpStream,
     pending: &mut Vec<u8>,
     stopped: &mut watch::Receiver<bool>,
     head_timeout: Duration,
+    nodes: u64,
 ) -> Input {
     let mut started: Option<Instant> = None;
     loop {
         if !pending.is_empty() {
-            match parse(pending) {
+            match parse(pending, nodes) {
                 Parsed::Request(request, used) => {
                     pending.drain(..used);
                     if pending.is_empty() {
@@ -313,44 +352,22 @@ async fn next_request(
                 Parsed::Partial => {}
             }
         }
-        let readable = if pending.is_empty() {
+        let step = if pending.is_empty() {
             // Idle: wait for the client or for the server to stop.
             tokio::select! {
-                readable = stream.readable() => readable,
+                step = std::future::poll_fn(|cx| read_into(stream, cx, pending, nodes)) => step,
                 _ = stopped.wait_for(|stop| *stop) => return Input::Closed,
             }
         } else {
             let deadline = *started.get_or_insert_with(Instant::now) + head_timeout;
-            match tokio::time::timeout_at(deadline.into(), stream.readable()).await {
-                Ok(readable) => readable,
+            let read = std::future::poll_fn(|cx| read_into(stream, cx, pending, nodes));
+            match tokio::time::timeout_at(deadline.into(), read).await {
+                Ok(step) => step,
                 Err(_) => {
                     return Input::Malformed(408, "the request head did not arrive in time".to_string());
                 }
             }
         };
-        if readable.is_err() {
-            return Input::Closed;
-        }
-        let step = SCRATCH.with_borrow_mut(|scratch| match stream.try_read(scratch) {
-            Ok(0) => Some(Input::Closed),
-            Ok(n) if pending.is_empty() => match parse(&scratch[..n]) {
-                Parsed::Request(request, used) => {
-                    pending.extend_from_slice(&scratch[used..n]);
-                    Some(Input::Request(request))
-                }
-                Parsed::Partial => {
-                    pending.extend_from_slice(&scratch[..n]);
-                    None
-                }
-                Parsed::Malformed(status, message) => Some(Input::Malformed(status, message)),
-            },
-            Ok(n) => {
-                pending.extend_from_slice(&scratch[..n]);
-                None
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => None,
-            Err(_) => Some(Input::Closed),
-        });
         if let Some(input) = step {
             return input;
         }
@@ -360,10 +377,57 @@ async fn next_request(
     }
 }
 
-/// The status line and the fixed headers of a response, up to the `Date`.
-fn prelude(status: u16, content_type: &str, length: usize, extra: &str) -> Vec<u8> {
+/// Reads what the socket has into the thread's scratch buffer and parses a
+/// request there when nothing is pending; keeps only what is left over (or
+/// an incomplete head) in `pending`. `None`: more bytes are needed.
+///
+/// Through tokio's `poll_read`, not `readable()` and `try_read`: a read that
+/// fills less than the buffer tells tokio the socket is drained, so the next
+/// wait goes straight to epoll. With `try_read` the readiness stayed set and
+/// the next request began with a read that only returned EAGAIN: 0.4 extra
+/// system calls per request (`bench/syscalls.py`).
+fn read_into(
+    stream: &mut TcpStream,
+    cx: &mut std::task::Context<'_>,
+    pending: &mut Vec<u8>,
+    nodes: u64,
+) -> std::task::Poll<Option<Input>> {
+    use std::task::Poll;
+    use tokio::io::{AsyncRead, ReadBuf};
+    SCRATCH.with_borrow_mut(|scratch| {
+        let mut buf = ReadBuf::new(scratch);
+        match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(_)) => Poll::Ready(Some(Input::Closed)),
+            Poll::Ready(Ok(())) => {
+                let bytes = buf.filled();
+                Poll::Ready(if bytes.is_empty() {
+                    Some(Input::Closed)
+                } else if pending.is_empty() {
+                    match parse(bytes, nodes) {
+                        Parsed::Request(request, used) => {
+                            pending.extend_from_slice(&bytes[used..]);
+                            Some(Input::Request(request))
+                        }
+                        Parsed::Partial => {
+                            pending.extend_from_slice(bytes);
+                            None
+                        }
+                        Parsed::Malformed(status, message) => Some(Input::Malformed(status, message)),
+                    }
+                } else {
+                    pending.extend_from_slice(bytes);
+                    None
+                })
+            }
+        }
+    })
+}
+
+/// The status line and the fixed headers of a response, up to the length.
+fn prelude(status: u16, content_type: &str, extra: &str) -> Vec<u8> {
     format!(
-        "HTTP/1.1 {status} {}\r\nserver: {SERVER_HEADER}\r\ncontent-type: {content_type}\r\ncontent-length: {length}\r\n{extra}",
+        "HTTP/1.1 {status} {}\r\nserver: {SERVER_HEADER}\r\ncontent-type: {content_type}\r\n{extra}",
         reason(status)
     )
     .into_bytes()
@@ -378,50 +442,72 @@ fn reason(status: u16) -> &'static str {
         408 => "Request Timeout",
         413 => "Content Too Large",
         431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
         505 => "HTTP Version Not Supported",
         _ => "Error",
     }
 }
 
-/// Sends a JSON error `{"error": message}`.
-async fn send_error(
-    stream: &mut TcpStream,
-    status: u16,
-    message: &str,
-    head_only: bool,
-    keep_alive: bool,
-    confirm: bool,
-) -> std::io::Result<()> {
-    let body = serde_json::json!({ "error": message }).to_string();
-    let allow = if status == 405 { "allow: GET, HEAD\r\n" } else { "" };
-    let head = prelude(status, "application/json", body.len(), allow);
-    send(stream, &head, body.as_bytes(), head_only, keep_alive, confirm).await
+/// Answers a failed request with its status and JSON error.
+async fn answer_error(stream: &mut TcpStream, error: &AppError, reply: Reply) -> (u16, std::io::Result<()>) {
+    let (status, message) = error.answer();
+    let status = status.as_u16();
+    (status, send_error(stream, status, &message, reply).await)
 }
 
-/// Writes a response: `prelude`, `Date`, `Connection` when needed, the body
-/// unless the request was HEAD. Encoded in the thread's buffer and written
-/// at once; only what the socket does not take at once is copied out.
-async fn send(
+/// Sends a JSON error `{"error": message}`.
+async fn send_error(stream: &mut TcpStream, status: u16, message: &str, reply: Reply) -> std::io::Result<()> {
+    let body = serde_json::json!({ "error": message }).to_string();
+    let allow = if status == 405 { "allow: GET, HEAD\r\n" } else { "" };
+    let head = prelude(status, "application/json", allow);
+    send(stream, &head, body.as_bytes(), reply).await
+}
+
+/// Sends `content` as JSON, written into the thread's body buffer.
+async fn send_json(
     stream: &mut TcpStream,
     prelude: &[u8],
-    body: &[u8],
-    head_only: bool,
-    keep_alive: bool,
-    confirm: bool,
+    content: &crate::graph::Content,
+    reply: Reply,
 ) -> std::io::Result<()> {
-    let rest = OUT.with_borrow_mut(|out| {
+    let rest = BODY.with_borrow_mut(|body| {
+        body.clear();
+        serde_json::to_writer(&mut *body, content).map_err(std::io::Error::other)?;
+        try_send(stream, prelude, body, reply)
+    })?;
+    finish(stream, rest).await
+}
+
+/// Writes a response: `prelude`, the length, `Date`, `Connection` when
+/// needed, the body unless the request was HEAD.
+async fn send(stream: &mut TcpStream, prelude: &[u8], body: &[u8], reply: Reply) -> std::io::Result<()> {
+    let rest = try_send(stream, prelude, body, reply)?;
+    finish(stream, rest).await
+}
+
+/// Encodes a response in the thread's buffer and writes what the socket
+/// takes at once; returns a copy of what it did not take.
+fn try_send(
+    stream: &TcpStream,
+    prelude: &[u8],
+    body: &[u8],
+    reply: Reply,
+) -> std::io::Result<Option<Vec<u8>>> {
+    OUT.with_borrow_mut(|out| {
         out.clear();
         out.extend_from_slice(prelude);
-        out.extend_from_slice(b"date: ");
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "content-length: {}\r\ndate: ", body.len());
         with_date(|date| out.extend_from_slice(date.as_bytes()));
         out.extend_from_slice(b"\r\n");
-        if !keep_alive {
+        if !reply.keep_alive {
             out.extend_from_slice(b"connection: close\r\n");
-        } else if confirm {
+        } else if reply.confirm {
             out.extend_from_slice(b"connection: keep-alive\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        if !head_only {
+        if !reply.head_only {
             out.extend_from_slice(body);
         }
         match stream.try_write(out) {
@@ -430,7 +516,11 @@ async fn send(
             Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Some(out.clone())),
             Err(e) => Err(e),
         }
-    })?;
+    })
+}
+
+/// Writes what [`try_send`] left, waiting for the socket.
+async fn finish(stream: &mut TcpStream, rest: Option<Vec<u8>>) -> std::io::Result<()> {
     match rest {
         Some(rest) => stream.write_all(&rest).await,
         None => Ok(()),
@@ -453,6 +543,10 @@ fn with_date(f: impl FnOnce(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(bytes: &[u8]) -> Parsed {
+        super::parse(bytes, 100)
+    }
 
     fn request(bytes: &[u8]) -> (Request, usize) {
         match parse(bytes) {
@@ -484,8 +578,12 @@ mod tests {
         assert!(matches!(r.action, Action::Refuse(405, _)));
         let (r, _) = request(b"GET /nope HTTP/1.1\r\n\r\n");
         assert!(matches!(r.action, Action::Refuse(404, _)));
-        let (r, _) = request(b"GET /getDataAsync HTTP/1.1\r\n\r\n");
-        assert!(matches!(r.action, Action::Refuse(404, ref m) if m.contains("--model reactive serves it")));
+        let (r, _) = request(b"GET /getDataAsync?id=42 HTTP/1.1\r\n\r\n");
+        assert!(matches!(r.action, Action::Data(Endpoint::GetDataAsync, 42)));
+        let (r, _) = request(b"HEAD /getDataAkka HTTP/1.1\r\n\r\n");
+        assert!(matches!(r.action, Action::Data(Endpoint::GetDataAkka, 1..=100)) && r.head_only);
+        let (r, _) = request(b"GET /getData?id=101 HTTP/1.1\r\n\r\n");
+        assert!(matches!(r.action, Action::Refuse(400, ref m) if m.contains("out of range")));
         assert!(matches!(
             parse(b"POST /test HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"),
             Parsed::Malformed(413, _)

@@ -401,6 +401,25 @@ fn render_process(w: &mut String) {
         );
         let _ = writeln!(w, "process_threads {threads}");
     }
+    if let Some((allocations, reallocations)) = super::allocations::counts() {
+        help(
+            w,
+            "blocklab_allocations_total",
+            "counter",
+            "Calls to the global allocator for a new block since start (a build with the feature \
+             count-allocations only). Its growth over a run divided by the requests answered is \
+             allocations per request (bench/allocations.py).",
+        );
+        let _ = writeln!(w, "blocklab_allocations_total {allocations}");
+        help(
+            w,
+            "blocklab_reallocations_total",
+            "counter",
+            "Calls to the global allocator to grow or shrink a block since start (count-allocations \
+             builds only).",
+        );
+        let _ = writeln!(w, "blocklab_reallocations_total {reallocations}");
+    }
 }
 
 #[cfg(test)]

@@ -5,15 +5,18 @@
 //! threads) and the actor dispatcher (see [`actors`]). The pool and thread
 //! models keep the HTTP runtime as their front end and run handlers on OS
 //! threads of their own ([`request_threads`]); the lean model is a server of
-//! its own ([`lean`]). [`run`] serves a model on a listener until a shutdown
+//! its own ([`lean`]) with the reactive model's two executors. What each data
+//! endpoint does is said once, in [`data`], for every model. [`run`] serves a model on a listener until a shutdown
 //! future resolves; [`RunningServer`] starts a whole server on its own
 //! runtime, for tests and the experiment runner.
 
 pub mod accept;
 pub mod actors;
+pub mod allocations;
 pub mod app;
 pub mod args;
 pub mod config;
+pub mod data;
 pub mod delay;
 pub mod endpoint;
 pub mod error;
@@ -67,9 +70,15 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpList
 /// database that cannot be reached is not an error here: the server starts,
 /// answers 503 on the data endpoints and recovers when the database does.
 pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphBackend>> {
-    let backend = crate::graph::open(&config.db, config.nodes, config.db_latency, config.db_settings)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let backend = crate::graph::open(
+        &config.db,
+        config.nodes,
+        config.db_latency,
+        config.db_settings,
+        config.embedded_read,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     if config.db != DbUrl::Embedded {
         let counting = backend.clone();
         match tokio::task::spawn_blocking(move || counting.count()).await? {
@@ -89,8 +98,8 @@ pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphB
     Ok(backend)
 }
 
-/// Builds the handlers' state over `backend`: starts the actor system (model
-/// reactive) or the request threads (models pool and thread).
+/// Builds the handlers' state over `backend`: starts the actor system (models
+/// reactive and lean) or the request threads (models pool and thread).
 pub async fn build_state(
     config: &ServeConfig,
     backend: Arc<dyn GraphBackend>,
@@ -133,9 +142,9 @@ pub async fn build_state(
     }))
 }
 
-/// Serves `config.model` on `listener` until `shutdown` resolves. The lean
-/// model needs no database; the others read `backend` or, when it is `None`,
-/// open the one `config` names. `ready` is called once the server accepts.
+/// Serves `config.model` on `listener` until `shutdown` resolves, reading
+/// `backend` or, when it is `None`, the database `config` names. `ready` is
+/// called once the server accepts.
 pub async fn run(
     config: &ServeConfig,
     listener: TcpListener,
@@ -144,12 +153,6 @@ pub async fn run(
     ready: impl FnOnce(),
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    if config.model == Model::Lean {
-        let server = lean::LeanServer::new(config, http);
-        ready();
-        server.serve(listener, shutdown, config.shutdown_grace).await;
-        return Ok(());
-    }
     let backend = match backend {
         Some(backend) => backend,
         None => open_backend(config).await.context("opening the database")?,
@@ -161,6 +164,12 @@ pub async fn run(
         "starting"
     );
     let state = build_state(config, backend, Some(http)).await?;
+    if config.model == Model::Lean {
+        let server = lean::LeanServer::new(config, state);
+        ready();
+        server.serve(listener, shutdown, config.shutdown_grace).await;
+        return Ok(());
+    }
     let admission = Admission::new(config.max_connections, state.metrics().clone());
     ready();
     serve(listener, app(state), &admission, shutdown, config).await;

@@ -26,7 +26,7 @@ pub struct Parts {
     pub nodes: u64,
     /// The server model: which routes exist and where their handlers run.
     pub model: Model,
-    /// The actor system (model reactive only).
+    /// The actor system (models reactive and lean).
     pub actors: Option<ActorSystem>,
     /// The request threads (models pool and thread only).
     pub threads: Option<Arc<RequestThreads>>,
@@ -67,7 +67,7 @@ impl AppState {
         self.inner.nodes
     }
 
-    /// The actor system, which only the reactive model runs.
+    /// The actor system, which the reactive and lean models run.
     pub fn actors(&self) -> Result<&ActorSystem, AppError> {
         self.inner
             .actors

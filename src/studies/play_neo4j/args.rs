@@ -7,9 +7,10 @@ use clap::Args;
 use super::run::{BenchDb, BenchPlan, parse_apis};
 use super::target::{Target, parse_targets};
 use crate::flags::{DbClientArgs, parse_duration};
-use crate::graph::DbUrl;
+use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::peers::Peers;
 use crate::harness::placement::{Placement, parse_cpu_list};
+use crate::server::Model;
 
 /// What `blocklab bench --help` shows after the flags.
 pub const BENCH_EXAMPLES: &str = "\
@@ -22,6 +23,8 @@ Examples:
   blocklab bench --quick                          (one run of 1000 requests per API: a first look)
   blocklab bench --apis 2,3,9 --db-latency 5ms --out results/latency-5ms
   blocklab bench --workers 4 --runs 3
+  blocklab bench --model lean --db-latency 0ms     (study 1 under the lean server, the embedded read at full speed)
+  blocklab bench --embedded-read cypher --apis 1,3 (the embedded database read through Cypher, as before)
   blocklab bench --db neo4j --target blocklab,play
                                                   (the seed's stack: a Neo4j 5.26 started, seeded, warmed
                                                    and wiped by the bench; blocklab and the Play peer on it)
@@ -73,6 +76,16 @@ pub struct BenchArgs {
     #[arg(long, default_value = "blocklab", value_name = "LIST")]
     pub target: String,
 
+    /// blocklab's server stack: reactive (hyper + axum, the stack Rust users use) or lean
+    /// (blocklab's own httparse server); the endpoints' execution models are the same under both.
+    #[arg(long, value_enum, default_value_t = Model::Reactive, value_name = "reactive|lean")]
+    pub model: Model,
+
+    /// How the embedded database is read: its property index on id, or the Cypher query
+    /// [default: index] (embedded database only).
+    #[arg(long, value_enum, value_name = "index|cypher")]
+    pub embedded_read: Option<EmbeddedRead>,
+
     /// Database client settings.
     #[command(flatten)]
     pub db_client: DbClientArgs,
@@ -119,6 +132,19 @@ impl BenchArgs {
         {
             return Err("a peer target reads Neo4j: use --db neo4j or --db bolt://HOST:PORT".to_string());
         }
+        if !matches!(self.model, Model::Reactive | Model::Lean) {
+            return Err(format!(
+                "--model {} does not serve study 1: use --model reactive or --model lean",
+                self.model
+            ));
+        }
+        let embedded = self.db == BenchDb::Url(DbUrl::Embedded);
+        if self.embedded_read.is_some() && !embedded {
+            return Err(
+                "--embedded-read applies to --db embedded only (FalkorDB and Neo4j run the Cypher query)"
+                    .to_string(),
+            );
+        }
         let placement = Placement::detect();
         let db_cpus = match &self.db_cpus {
             Some(list) => {
@@ -163,6 +189,8 @@ impl BenchArgs {
             targets,
             peers,
             db_client: self.db_client.to_args(),
+            model: self.model,
+            embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
             db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {
                 self.db_latency
             } else {

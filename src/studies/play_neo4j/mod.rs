@@ -160,6 +160,7 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
     print!("{}", tables::seed_columns(&results).markdown());
     println!();
     println!("database: {}", results.conditions.database_name);
+    println!("server: {}", tables::server(&results.conditions.parameters));
     println!("placement: {}", tables::placement(&results));
     if results.target_names().len() > 1 || results.conditions.db_warm_s > 0.0 {
         println!();

@@ -77,6 +77,8 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
             let s = &r.server;
             out.serialize(CsvRow {
                 target: &t.target,
+                server_model: &results.conditions.parameters.server_model,
+                embedded_read: results.conditions.parameters.embedded_read.as_deref(),
                 database: &results.conditions.database_name,
                 test_id: t.test_id.to_string(),
                 run_id: r.run_id,
@@ -122,6 +124,9 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
 #[derive(serde::Serialize)]
 struct CsvRow<'a> {
     target: &'a str,
+    /// blocklab's server stack (`--model`); a peer's rows name it too, as the run's setting.
+    server_model: &'a str,
+    embedded_read: Option<&'a str>,
     database: &'a str,
     test_id: String,
     run_id: u32,

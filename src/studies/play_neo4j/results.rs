@@ -189,6 +189,12 @@ pub struct Parameters {
     pub db: String,
     /// Simulated round trip per read (ms).
     pub db_latency_ms: f64,
+    /// blocklab's server stack (`--model`): `reactive` (hyper + axum) or `lean`.
+    #[serde(default)]
+    pub server_model: String,
+    /// How the embedded database was read: `index` or `cypher` (null: a networked database).
+    #[serde(default)]
+    pub embedded_read: Option<String>,
     /// Content nodes.
     pub nodes: u64,
     /// HTTP workers asked for (null: the server's default, the cores it may use).

@@ -27,7 +27,7 @@ use super::results::{
     BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord,
 };
 use super::target::Target;
-use crate::graph::DbUrl;
+use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::conditions;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::jvm;
@@ -36,7 +36,7 @@ use crate::harness::placement::{self, Placement};
 use crate::harness::scrape::{Scrape, ServerFigures};
 use crate::harness::target::ServerProcess;
 use crate::load::report::LoadReport;
-use crate::server::Endpoint;
+use crate::server::{Endpoint, Model};
 
 /// How often the server is scraped while the load runs.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
@@ -92,6 +92,10 @@ pub struct BenchPlan {
     pub peers: Option<Peers>,
     /// Client flags for a networked database (`--db-pool` ...), passed to each server.
     pub db_client: Vec<String>,
+    /// blocklab's server stack (`serve --model`: reactive or lean).
+    pub model: Model,
+    /// How the embedded database is read (`None`: a networked database, read by Cypher).
+    pub embedded_read: Option<EmbeddedRead>,
     /// Simulated round trip per read.
     pub db_latency: Duration,
     /// Content nodes.
@@ -300,6 +304,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             keep_alive: true,
             db: database.url.to_string(),
             db_latency_ms: plan.db_latency.as_secs_f64() * 1000.0,
+            server_model: plan.model.to_string(),
+            embedded_read: plan.embedded_read.map(|r| r.to_string()),
             nodes: plan.nodes,
             workers_requested: plan.workers,
             workers: info_value("workers").and_then(|w| w.parse().ok()),
@@ -487,10 +493,14 @@ fn describe_db(plan: &BenchPlan, database: &Database) -> String {
             }
         ),
         DbUrl::Embedded => format!(
-            "embedded Grafeo {}, {} Content nodes indexed on id, simulated network round trip {} per read \
+            "embedded Grafeo {}, {} Content nodes indexed on id, read by {}, simulated network round trip {} per read \
              (blocking reads sleep their thread, non-blocking reads await a timer)",
             grafeo::VERSION,
             plan.nodes,
+            match plan.embedded_read {
+                Some(EmbeddedRead::Cypher) => "the Cypher query (--embedded-read cypher)",
+                _ => "its property index (--embedded-read index)",
+            },
             humantime::format_duration(plan.db_latency)
         ),
     }
@@ -504,7 +514,12 @@ fn server_args(plan: &BenchPlan) -> Vec<String> {
         plan.nodes.to_string(),
         "--db-latency".to_string(),
         format!("{}us", plan.db_latency.as_micros()),
+        "--model".to_string(),
+        plan.model.to_string(),
     ];
+    if let Some(read) = plan.embedded_read {
+        args.extend(["--embedded-read".to_string(), read.to_string()]);
+    }
     if plan.db != BenchDb::Url(DbUrl::Embedded) {
         args.extend(plan.db_client.iter().cloned());
     }

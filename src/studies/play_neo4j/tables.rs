@@ -311,6 +311,21 @@ pub fn placement(results: &BenchResults) -> String {
     format!("{}; database: {}", c.placement, c.database_name)
 }
 
+/// blocklab's server as the run set it: its stack, its threads, and how the
+/// embedded database was read.
+pub fn server(p: &super::results::Parameters) -> String {
+    format!(
+        "blocklab --model {} ({}), {} HTTP worker thread{}{}, {} actor dispatcher threads{}",
+        p.server_model,
+        if p.server_model == "lean" { "tokio + httparse" } else { "tokio + hyper/axum" },
+        p.workers.map_or("?".to_string(), |w| w.to_string()),
+        if p.workers == Some(1) { "" } else { "s" },
+        if p.workers_requested.is_none() { " (default: the cores the server may use)" } else { "" },
+        p.actor_threads.map_or("?".to_string(), |w| w.to_string()),
+        p.embedded_read.as_deref().map_or(String::new(), |r| format!("; embedded read: {r}")),
+    )
+}
+
 /// The run's conditions as (what, value) pairs.
 pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
     let c = &results.conditions;
@@ -341,16 +356,7 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
                 if p.runs == 1 { "" } else { "s" }
             ),
         ),
-        (
-            "server".to_string(),
-            format!(
-                "{} HTTP worker thread{}{}, {} actor dispatcher threads",
-                p.workers.map_or("?".to_string(), |w| w.to_string()),
-                if p.workers == Some(1) { "" } else { "s" },
-                if p.workers_requested.is_none() { " (default: the cores the server may use)" } else { "" },
-                p.actor_threads.map_or("?".to_string(), |w| w.to_string()),
-            ),
-        ),
+        ("server".to_string(), server(p)),
         ("APIs".to_string(), p.apis.join(", ")),
         ("started".to_string(), format!("{} (wall time {:.0} s)", results.started_at, results.wall_s)),
     ];
