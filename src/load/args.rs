@@ -24,6 +24,8 @@ Examples:
   blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
   blocklab load -k -c 100 -z 10s --pipeline 16 http://127.0.0.1:9000/test
   blocklab load -k -z 60s --json a.json --hdr-log a.hlog http://127.0.0.1:9000/test
+  blocklab load -k -z 10s -m POST -d '{\"id\":3}' -T application/json http://127.0.0.1:8080/items
+  blocklab load -k -z 10s -m PUT --body-file item.json -H 'Host: api.example' http://user:pw@127.0.0.1:8080/x
   blocklab load merge a.json b.json c.json --json merged.json
 
 Closed loop (default): each connection sends its next request when the previous one ends.
@@ -41,7 +43,7 @@ pub struct LoadArgs {
     #[command(subcommand)]
     pub action: Option<LoadAction>,
 
-    /// The URL to load (http:// only).
+    /// The URL to load (http://; user:password@ in it is sent as Basic auth).
     #[arg(value_name = "URL", required = true)]
     pub url: Option<String>,
 
@@ -99,9 +101,23 @@ pub struct LoadArgs {
     #[arg(short = 'm', long, default_value = "GET", value_name = "METHOD")]
     pub method: String,
 
-    /// Extra request header, repeatable: -H 'Accept: application/json'.
+    /// Request header, repeatable: -H 'Accept: application/json'. One named as a default
+    /// (Host, User-Agent, Content-Type, Authorization, Connection) replaces it; an empty
+    /// value (-H 'User-Agent:') removes it.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
+
+    /// Request body, sent with its Content-Length (e.g. -m POST -d '{"id":3}').
+    #[arg(short = 'd', long = "body", value_name = "STRING", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from FILE (once, before the run).
+    #[arg(long = "body-file", value_name = "FILE")]
+    pub body_file: Option<std::path::PathBuf>,
+
+    /// Content-Type of the body [default with a body: application/x-www-form-urlencoded, as curl -d].
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    pub content_type: Option<String>,
 }
 
 impl LoadArgs {
@@ -129,6 +145,20 @@ impl LoadArgs {
                 .map_err(|_| format!("invalid header value in '{header}'"))?;
             plan.headers.push((name, value));
         }
+        plan.body = match (&self.body, &self.body_file) {
+            (Some(text), _) => Some(text.as_bytes().to_vec()),
+            (None, Some(path)) => Some(
+                std::fs::read(path)
+                    .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+            ),
+            (None, None) => None,
+        };
+        plan.content_type = match &self.content_type {
+            Some(t) => {
+                Some(HeaderValue::try_from(t.trim()).map_err(|_| format!("invalid --content-type '{t}'"))?)
+            }
+            None => None,
+        };
         plan.validate()?;
         Ok(plan)
     }

@@ -36,8 +36,7 @@ use super::hdr_log;
 use super::outcome::{RunResult, ThreadStats, histogram};
 use super::plan::{LoadPlan, Stop};
 use super::progress::Progress;
-
-const USER_AGENT_VALUE: &str = concat!("blocklab-load/", env!("CARGO_PKG_VERSION"));
+use super::request;
 
 /// Runs `plan` to the end and returns what it measured.
 pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
@@ -63,17 +62,19 @@ pub fn run_with_log(plan: &LoadPlan, log: Option<std::fs::File>) -> anyhow::Resu
         None => (None, None),
     };
 
+    // The request, encoded once for the whole run, `--pipeline` times over.
+    let wire: Arc<[u8]> = request::encode(&plan).repeat(plan.pipeline).into();
     let progress = plan.progress.then(|| Progress::start(&plan, shared.clone()));
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         // Connections are dealt out evenly: thread t gets [t*C/T, (t+1)*C/T).
         let first = t * plan.connections / threads;
         let last = (t + 1) * plan.connections / threads;
-        let (plan, shared, barrier, t0, log) =
-            (plan.clone(), shared.clone(), barrier.clone(), t0.clone(), log.clone());
+        let (plan, wire, shared, barrier, t0, log) =
+            (plan.clone(), wire.clone(), shared.clone(), barrier.clone(), t0.clone(), log.clone());
         let handle = std::thread::Builder::new()
             .name(format!("load-{t}"))
-            .spawn(move || engine_thread(&plan, first..last, &shared, &barrier, &t0, log))
+            .spawn(move || engine_thread(&plan, &wire, first..last, &shared, &barrier, &t0, log))
             .context("starting an engine thread")?;
         handles.push(handle);
     }
@@ -97,6 +98,7 @@ pub fn run_with_log(plan: &LoadPlan, log: Option<std::fs::File>) -> anyhow::Resu
 
 fn engine_thread(
     plan: &Arc<LoadPlan>,
+    wire: &Arc<[u8]>,
     connections: std::ops::Range<usize>,
     shared: &Arc<Shared>,
     barrier: &Barrier,
@@ -115,8 +117,6 @@ fn engine_thread(
     if log.is_some() {
         stats.borrow_mut().interval = Some((histogram(), plan.rate.is_some().then(histogram)));
     }
-    // The request, encoded once, `--pipeline` times over.
-    let wire: Rc<[u8]> = encode_request(plan).repeat(plan.pipeline).into();
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         let tasks: Vec<_> = connections
@@ -382,25 +382,4 @@ async fn bounded<F: Future>(watchdog: &mut Pin<Box<Sleep>>, cut: Instant, work: 
             }
         }
     }
-}
-
-/// The request the plan describes, as it goes on the wire.
-pub fn encode_request(plan: &LoadPlan) -> Vec<u8> {
-    let mut head = format!("{} {} HTTP/1.1\r\n", plan.method, plan.target.path).into_bytes();
-    let mut field = |name: &[u8], value: &[u8]| {
-        head.extend_from_slice(name);
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value);
-        head.extend_from_slice(b"\r\n");
-    };
-    field(b"Host", plan.target.host.as_bytes());
-    field(b"User-Agent", USER_AGENT_VALUE.as_bytes());
-    if !plan.keep_alive {
-        field(b"Connection", b"close");
-    }
-    for (name, value) in &plan.headers {
-        field(name.as_str().as_bytes(), value.as_bytes());
-    }
-    head.extend_from_slice(b"\r\n");
-    head
 }

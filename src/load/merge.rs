@@ -69,6 +69,8 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         target: Target::unresolved(&first.url)?,
         method: first.method.parse().map_err(|_| format!("{first_name}: bad method {}", first.method))?,
         headers: Vec::new(),
+        body: None,
+        content_type: None,
         connections: runs.iter().map(|(_, r)| r.connections).sum(),
         stop: match runs.iter().map(|(_, r)| r.requests_planned).sum::<Option<u64>>() {
             Some(n) => Stop::Requests(n),

@@ -6,6 +6,8 @@
 //! * [`engine`] — the threads, each a single-threaded tokio runtime owning its
 //!   share of the connections (as wrk's threads do), and the per-connection
 //!   loop that schedules, sends and records.
+//! * [`request`] — the request a run sends (defaults, `-H`, body), encoded
+//!   once per run.
 //! * [`client`] — one HTTP/1.1 connection on blocklab's own wire
 //!   ([`crate::http1`], httparse), and how every failure is classified into
 //!   an [`ErrorKind`] that gets counted.
@@ -31,6 +33,7 @@ pub mod outcome;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod request;
 
 pub use client::ErrorKind;
 pub use engine::run;
