@@ -15,6 +15,10 @@
 //!   [`RunResult`] with its HdrHistograms.
 //! * [`hdr_log`] — `--hdr-log`: the latencies as an HdrHistogram interval log.
 //! * [`merge`] — one report from the JSON results of simultaneous runs.
+//! * [`metric`] — the figures thresholds and comparisons speak of.
+//! * [`thresholds`] — `--fail-if`: conditions that fail a run (exit 1).
+//! * [`compare`] — `blocklab load compare`: two runs side by side, and the
+//!   regressions past `--max-regression`.
 //! * [`report`] — the ab-style text summary and the versioned JSON document
 //!   (`schema/load-result.json`).
 //!
@@ -25,15 +29,18 @@
 
 pub mod args;
 pub mod client;
+pub mod compare;
 pub mod counters;
 pub mod engine;
 pub mod hdr_log;
 pub mod merge;
+pub mod metric;
 pub mod outcome;
 pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod request;
+pub mod thresholds;
 
 pub use client::ErrorKind;
 pub use engine::run;
