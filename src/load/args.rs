@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::header::{HeaderName, HeaderValue};
 
+use super::plan::Progress;
 use super::report::LoadReport;
 use super::{LoadPlan, Stop};
 use super::{compare, thresholds};
@@ -28,6 +29,7 @@ Examples:
   blocklab load -k -z 10s -m POST -d '{\"id\":3}' -T application/json http://127.0.0.1:8080/items
   blocklab load -k -z 10s -m PUT --body-file item.json -H 'Host: api.example' http://user:pw@127.0.0.1:8080/x
   blocklab load merge a.json b.json c.json --json merged.json
+  blocklab load -k -z 60s --rate 2000 --html run.html --json run.json http://127.0.0.1:9000/getData
   blocklab load -k -z 30s --fail-if 'p99>50ms,errors>0.1%,rps<1000' http://127.0.0.1:9000/test
   blocklab load compare base.json new.json --max-regression p99=10%,rps=5%
 
@@ -98,7 +100,12 @@ pub struct LoadArgs {
     #[arg(long = "hdr-log", value_name = "FILE")]
     pub hdr_log: Option<std::path::PathBuf>,
 
-    /// No progress bar.
+    /// Also write the run as one self-contained HTML page to FILE: the summary, the
+    /// latency distribution and the timeline (throughput, errors, p50/p99, connections).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+
+    /// No progress (a bar on a terminal; otherwise a line on stderr every 5 s).
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
@@ -304,16 +311,29 @@ pub fn load(args: &LoadArgs) -> Result<(), Failure> {
         .as_deref()
         .map(|list| thresholds::parse(list).map_err(|e| Failure::Usage(format!("--fail-if: {e}"))))
         .transpose()?;
-    plan.progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    // A bar on a terminal; off one (a log file, CI) a plain line every few seconds.
+    plan.progress = match (args.quiet, std::io::stderr().is_terminal() && std::io::stdout().is_terminal()) {
+        (true, _) => Progress::Silent,
+        (false, true) => Progress::Bar,
+        (false, false) => Progress::Lines,
+    };
     // Created before the run, so a bad path cannot lose a long run's results.
     let json_file = created(args.json.as_deref())?;
     let hdr_log = created(args.hdr_log.as_deref())?.map(|(_, file)| file);
+    let html_file = created(args.html.as_deref())?;
     let result = crate::load::engine::run_with_log(&plan, hdr_log)?;
     let report = LoadReport::new(&plan, &result);
-    print!("{}", crate::load::report::text(&plan, &result, &report));
+    let mut summary = crate::load::report::text(&plan, &result, &report);
     let verdict = thresholds.map(|t| thresholds::judge(&t, &report));
     if let Some((text, _)) = &verdict {
-        print!("{text}");
+        summary += text;
+    }
+    print!("{summary}");
+    if let Some((path, file)) = html_file {
+        use std::io::Write;
+        std::io::BufWriter::new(file)
+            .write_all(crate::load::html::page(&report, &summary).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some((path, file)) = json_file {
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)

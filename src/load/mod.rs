@@ -13,12 +13,14 @@
 //!   an [`ErrorKind`] that gets counted.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
 //!   [`RunResult`] with its HdrHistograms.
+//! * [`timeline`] — the run second by second, collected from the threads.
 //! * [`hdr_log`] — `--hdr-log`: the latencies as an HdrHistogram interval log.
 //! * [`merge`] — one report from the JSON results of simultaneous runs.
 //! * [`metric`] — the figures thresholds and comparisons speak of.
 //! * [`thresholds`] — `--fail-if`: conditions that fail a run (exit 1).
 //! * [`compare`] — `blocklab load compare`: two runs side by side, and the
 //!   regressions past `--max-regression`.
+//! * [`html`], [`charts`] — `--html`: the run as one self-contained page.
 //! * [`report`] — the ab-style text summary and the versioned JSON document
 //!   (`schema/load-result.json`).
 //!
@@ -28,11 +30,13 @@
 //! printed.
 
 pub mod args;
+pub mod charts;
 pub mod client;
 pub mod compare;
 pub mod counters;
 pub mod engine;
 pub mod hdr_log;
+pub mod html;
 pub mod merge;
 pub mod metric;
 pub mod outcome;
@@ -41,6 +45,7 @@ pub mod progress;
 pub mod report;
 pub mod request;
 pub mod thresholds;
+pub mod timeline;
 
 pub use client::ErrorKind;
 pub use engine::run;

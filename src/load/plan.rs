@@ -129,8 +129,19 @@ pub struct LoadPlan {
     pub threads: usize,
     /// Requests in flight per connection (`--pipeline`; 1 = no pipelining).
     pub pipeline: usize,
-    /// Draw a live progress bar on stderr.
-    pub progress: bool,
+    /// What is shown on stderr while the run goes.
+    pub progress: Progress,
+}
+
+/// What a run shows on stderr while it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Nothing (`--quiet`, tests, the studies).
+    Silent,
+    /// A live bar, redrawn (a terminal).
+    Bar,
+    /// A plain line every few seconds (a log file, CI).
+    Lines,
 }
 
 impl LoadPlan {
@@ -151,7 +162,7 @@ impl LoadPlan {
             timeout: Duration::from_secs(30),
             threads: 1,
             pipeline: 1,
-            progress: false,
+            progress: Progress::Silent,
         })
     }
 
