@@ -8,8 +8,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::header::{HeaderName, HeaderValue};
 
+use super::plan::Progress;
 use super::report::LoadReport;
 use super::{LoadPlan, Stop};
+use super::{compare, thresholds};
 use crate::command::created;
 use crate::failure::Failure;
 use crate::flags::parse_positive_duration;
@@ -24,14 +26,21 @@ Examples:
   blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
   blocklab load -k -c 100 -z 10s --pipeline 16 http://127.0.0.1:9000/test
   blocklab load -k -z 60s --json a.json --hdr-log a.hlog http://127.0.0.1:9000/test
+  blocklab load -k -z 10s -m POST -d '{\"id\":3}' -T application/json http://127.0.0.1:8080/items
+  blocklab load -k -z 10s -m PUT --body-file item.json -H 'Host: api.example' http://user:pw@127.0.0.1:8080/x
   blocklab load merge a.json b.json c.json --json merged.json
+  blocklab load -k -z 60s --rate 2000 --html run.html --json run.json http://127.0.0.1:9000/getData
+  blocklab load -k -z 30s --fail-if 'p99>50ms,errors>0.1%,rps<1000' http://127.0.0.1:9000/test
+  blocklab load compare base.json new.json --max-regression p99=10%,rps=5%
 
 Closed loop (default): each connection sends its next request when the previous one ends.
 Open loop (--rate): requests are due at fixed intervals; latency is also measured from when
 each was due ('corrected'), so a stalled server cannot hide the stall.
 
-Exit status: 0 if at least one request got a 2xx/3xx response; 1 if none did (every failure
-is still counted and printed); 2 for a usage error.";
+Exit status: 0 if at least one request got a 2xx/3xx response and no --fail-if threshold
+was breached; 1 if no request succeeded (every failure is still counted and printed) or a
+threshold was breached (named on stderr); 2 for a usage error.
+'blocklab load compare' exits 1 on a regression past --max-regression, 2 for a usage error.";
 
 /// Flags of `blocklab load`.
 #[derive(Debug, Args)]
@@ -41,7 +50,7 @@ pub struct LoadArgs {
     #[command(subcommand)]
     pub action: Option<LoadAction>,
 
-    /// The URL to load (http:// only).
+    /// The URL to load (http://; user:password@ in it is sent as Basic auth).
     #[arg(value_name = "URL", required = true)]
     pub url: Option<String>,
 
@@ -91,7 +100,12 @@ pub struct LoadArgs {
     #[arg(long = "hdr-log", value_name = "FILE")]
     pub hdr_log: Option<std::path::PathBuf>,
 
-    /// No progress bar.
+    /// Also write the run as one self-contained HTML page to FILE: the summary, the
+    /// latency distribution and the timeline (throughput, errors, p50/p99, connections).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+
+    /// No progress (a bar on a terminal; otherwise a line on stderr every 5 s).
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
@@ -99,9 +113,31 @@ pub struct LoadArgs {
     #[arg(short = 'm', long, default_value = "GET", value_name = "METHOD")]
     pub method: String,
 
-    /// Extra request header, repeatable: -H 'Accept: application/json'.
+    /// Request header, repeatable: -H 'Accept: application/json'. One named as a default
+    /// (Host, User-Agent, Content-Type, Authorization, Connection) replaces it; an empty
+    /// value (-H 'User-Agent:') removes it.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
+
+    /// Request body, sent with its Content-Length (e.g. -m POST -d '{"id":3}').
+    #[arg(short = 'd', long = "body", value_name = "STRING", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from FILE (once, before the run).
+    #[arg(long = "body-file", value_name = "FILE")]
+    pub body_file: Option<std::path::PathBuf>,
+
+    /// Fail the run (exit 1, the breached threshold named) when any of these holds:
+    /// 'p99>50ms,errors>0.1%,rps<1000'. Figures: rps, errors (a share of the requests
+    /// that ended with no response or a status >= 400, as N%, or a count), mean, p50,
+    /// p90, p95, p99, p99.9, max (us, ms or s; corrected latency in open loop).
+    /// Comparisons: > >= < <=.
+    #[arg(long = "fail-if", value_name = "LIST")]
+    pub fail_if: Option<String>,
+
+    /// Content-Type of the body [default with a body: application/x-www-form-urlencoded, as curl -d].
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    pub content_type: Option<String>,
 }
 
 impl LoadArgs {
@@ -129,6 +165,20 @@ impl LoadArgs {
                 .map_err(|_| format!("invalid header value in '{header}'"))?;
             plan.headers.push((name, value));
         }
+        plan.body = match (&self.body, &self.body_file) {
+            (Some(text), _) => Some(text.as_bytes().to_vec()),
+            (None, Some(path)) => Some(
+                std::fs::read(path)
+                    .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+            ),
+            (None, None) => None,
+        };
+        plan.content_type = match &self.content_type {
+            Some(t) => {
+                Some(HeaderValue::try_from(t.trim()).map_err(|_| format!("invalid --content-type '{t}'"))?)
+            }
+            None => None,
+        };
         plan.validate()?;
         Ok(plan)
     }
@@ -142,6 +192,39 @@ pub enum LoadAction {
     /// over the union of their time spans.
     #[command(after_help = MERGE_EXAMPLES)]
     Merge(MergeArgs),
+    /// Two --json results side by side (throughput, percentiles, errors) and the change of
+    /// each; with --max-regression, exit 1 when NEW is worse than BASE past a limit.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare(CompareArgs),
+}
+
+/// What `blocklab load compare --help` shows after the flags.
+pub const COMPARE_EXAMPLES: &str = "\
+Examples:
+  blocklab load -k -z 30s --json base.json http://127.0.0.1:9000/test    # before the change
+  blocklab load -k -z 30s --json new.json http://127.0.0.1:9000/test     # after it
+  blocklab load compare base.json new.json --max-regression p99=10%,rps=5%,errors=0.1%
+
+Limits: latencies (mean, p50, p90, p95, p99, p99.9, max) and rps as the largest change for
+the worse, relative (p99=10%: p99 may grow by 10 %; rps=5%: rps may fall by 5 %); errors as
+the largest rise of the error rate in percentage points (errors=0.1%).
+Exit status: 0 when no limit is passed; 1 on a regression past a limit (each named);
+2 for a usage error.";
+
+/// Flags of `blocklab load compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a `blocklab load --json` result.
+    #[arg(value_name = "BASE.json")]
+    pub base: std::path::PathBuf,
+
+    /// The run judged against it.
+    #[arg(value_name = "NEW.json")]
+    pub new: std::path::PathBuf,
+
+    /// Exit 1 when NEW is worse than BASE past any of these: 'p99=10%,rps=5%,errors=0.1%'.
+    #[arg(long = "max-regression", value_name = "LIST")]
+    pub max_regression: Option<String>,
 }
 
 /// What `blocklab load merge --help` shows after the flags.
@@ -172,16 +255,37 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
+fn read_report(path: &std::path::Path) -> Result<LoadReport, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::Usage(format!("{} is not a blocklab load --json result: {e}", path.display())))
+}
+
+/// `blocklab load compare`: both files read, the table printed, exit 1 on a regression.
+pub fn load_compare(args: &CompareArgs) -> Result<(), Failure> {
+    let limits = match &args.max_regression {
+        Some(list) => {
+            compare::parse_limits(list).map_err(|e| Failure::Usage(format!("--max-regression: {e}")))?
+        }
+        None => Vec::new(),
+    };
+    let base = read_report(&args.base)?;
+    let new = read_report(&args.new)?;
+    let (base_name, new_name) = (args.base.display().to_string(), args.new.display().to_string());
+    let (table, regression) = compare::compare((&base_name, &base), (&new_name, &new), &limits);
+    print!("{table}");
+    match regression {
+        Some(message) => Err(Failure::Failed(anyhow::anyhow!(message))),
+        None => Ok(()),
+    }
+}
+
 /// `blocklab load merge`: read every file first, merge, print, write the JSON.
 pub fn load_merge(args: &MergeArgs) -> Result<(), Failure> {
     let mut runs = Vec::with_capacity(args.files.len());
     for path in &args.files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
-        let run: LoadReport = serde_json::from_str(&text).map_err(|e| {
-            Failure::Usage(format!("{} is not a blocklab load --json result: {e}", path.display()))
-        })?;
-        runs.push((path.display().to_string(), run));
+        runs.push((path.display().to_string(), read_report(path)?));
     }
     let json_file = created(args.json.as_deref())?;
     let merged = crate::load::merge::merge(&runs).map_err(Failure::Usage)?;
@@ -196,20 +300,47 @@ pub fn load_merge(args: &MergeArgs) -> Result<(), Failure> {
 
 /// `blocklab load`: validate, run, print the summary, write the JSON.
 pub fn load(args: &LoadArgs) -> Result<(), Failure> {
-    if let Some(LoadAction::Merge(merge)) = &args.action {
-        return load_merge(merge);
+    match &args.action {
+        Some(LoadAction::Merge(merge)) => return load_merge(merge),
+        Some(LoadAction::Compare(compare)) => return load_compare(compare),
+        None => {}
     }
     let mut plan = args.plan().map_err(Failure::Usage)?;
-    plan.progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    let thresholds = args
+        .fail_if
+        .as_deref()
+        .map(|list| thresholds::parse(list).map_err(|e| Failure::Usage(format!("--fail-if: {e}"))))
+        .transpose()?;
+    // A bar on a terminal; off one (a log file, CI) a plain line every few seconds.
+    plan.progress = match (args.quiet, std::io::stderr().is_terminal() && std::io::stdout().is_terminal()) {
+        (true, _) => Progress::Silent,
+        (false, true) => Progress::Bar,
+        (false, false) => Progress::Lines,
+    };
     // Created before the run, so a bad path cannot lose a long run's results.
     let json_file = created(args.json.as_deref())?;
     let hdr_log = created(args.hdr_log.as_deref())?.map(|(_, file)| file);
+    let html_file = created(args.html.as_deref())?;
     let result = crate::load::engine::run_with_log(&plan, hdr_log)?;
     let report = LoadReport::new(&plan, &result);
-    print!("{}", crate::load::report::text(&plan, &result, &report));
+    let mut summary = crate::load::report::text(&plan, &result, &report);
+    let verdict = thresholds.map(|t| thresholds::judge(&t, &report));
+    if let Some((text, _)) = &verdict {
+        summary += text;
+    }
+    print!("{summary}");
+    if let Some((path, file)) = html_file {
+        use std::io::Write;
+        std::io::BufWriter::new(file)
+            .write_all(crate::load::html::page(&report, &summary).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some((path, file)) = json_file {
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some((_, Some(message))) = verdict {
+        return Err(Failure::Failed(anyhow::anyhow!(message)));
     }
     if result.stats.ok == 0 {
         return Err(Failure::Failed(anyhow::anyhow!(

@@ -32,12 +32,11 @@ use tokio::time::{Instant, Sleep};
 
 use super::client::{self, Connection, ErrorKind};
 use super::counters::Shared;
-use super::hdr_log;
-use super::outcome::{RunResult, ThreadStats, histogram};
+use super::outcome::{RunResult, ThreadStats};
 use super::plan::{LoadPlan, Stop};
 use super::progress::Progress;
-
-const USER_AGENT_VALUE: &str = concat!("blocklab-load/", env!("CARGO_PKG_VERSION"));
+use super::request;
+use super::timeline;
 
 /// Runs `plan` to the end and returns what it measured.
 pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
@@ -54,54 +53,47 @@ pub fn run_with_log(plan: &LoadPlan, log: Option<std::fs::File>) -> anyhow::Resu
     let barrier = Arc::new(Barrier::new(threads));
     let t0: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let started_at = SystemTime::now();
-    let (writer, log) = match log {
-        Some(file) => {
-            let (writer, tx) = hdr_log::LogWriter::start(file, threads, started_at, &plan.target.url)
-                .context("starting the hdr-log writer")?;
-            (Some(writer), Some(tx))
-        }
-        None => (None, None),
-    };
-
-    let progress = plan.progress.then(|| Progress::start(&plan, shared.clone()));
+    let log = log.map(|file| timeline::LogFile { file, started_at, url: plan.target.url.clone() });
+    let (collector, seconds) =
+        timeline::Collector::start(threads, log).context("starting the timeline collector")?;
+    // The request, encoded once for the whole run, `--pipeline` times over.
+    let wire: Arc<[u8]> = request::encode(&plan).repeat(plan.pipeline).into();
+    let progress = Progress::start(&plan, shared.clone());
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         // Connections are dealt out evenly: thread t gets [t*C/T, (t+1)*C/T).
         let first = t * plan.connections / threads;
         let last = (t + 1) * plan.connections / threads;
-        let (plan, shared, barrier, t0, log) =
-            (plan.clone(), shared.clone(), barrier.clone(), t0.clone(), log.clone());
+        let (plan, wire, shared, barrier, t0, seconds) =
+            (plan.clone(), wire.clone(), shared.clone(), barrier.clone(), t0.clone(), seconds.clone());
         let handle = std::thread::Builder::new()
             .name(format!("load-{t}"))
-            .spawn(move || engine_thread(&plan, first..last, &shared, &barrier, &t0, log))
+            .spawn(move || engine_thread(&plan, &wire, first..last, &shared, &barrier, &t0, &seconds))
             .context("starting an engine thread")?;
         handles.push(handle);
     }
-    drop(log);
+    drop(seconds);
     let mut merged = ThreadStats::new(plan.rate.is_some());
     for handle in handles {
         let stats = handle.join().map_err(|_| anyhow::anyhow!("an engine thread panicked"))??;
         merged.merge(&stats);
     }
-    if let Some(writer) = writer {
-        writer.finish().context("writing the hdr log")?;
-    }
+    let timeline = collector.finish().context("writing the hdr log")?;
     let end = Instant::now();
     shared.finished.store(true, Relaxed);
-    if let Some(progress) = progress {
-        progress.finish();
-    }
+    progress.finish();
     let t0 = *t0.get().context("the run never started")?;
-    Ok(RunResult { stats: merged, duration: end - t0, started_at, threads })
+    Ok(RunResult { stats: merged, duration: end - t0, started_at, threads, timeline })
 }
 
 fn engine_thread(
     plan: &Arc<LoadPlan>,
+    wire: &Arc<[u8]>,
     connections: std::ops::Range<usize>,
     shared: &Arc<Shared>,
     barrier: &Barrier,
     t0: &OnceLock<Instant>,
-    log: Option<hdr_log::Sender>,
+    seconds: &timeline::Sender,
 ) -> anyhow::Result<ThreadStats> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
     // Even if this thread cannot run, it must reach the barrier or the others wait forever.
@@ -112,11 +104,6 @@ fn engine_thread(
     let runtime = runtime.context("starting an engine runtime")?;
     let t0 = *t0.get().expect("set by the barrier leader");
     let stats = Rc::new(RefCell::new(ThreadStats::new(plan.rate.is_some())));
-    if log.is_some() {
-        stats.borrow_mut().interval = Some((histogram(), plan.rate.is_some().then(histogram)));
-    }
-    // The request, encoded once, `--pipeline` times over.
-    let wire: Rc<[u8]> = encode_request(plan).repeat(plan.pipeline).into();
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         let tasks: Vec<_> = connections
@@ -127,45 +114,29 @@ fn engine_thread(
                 })
             })
             .collect();
-        // With --hdr-log: every second, this thread's interval histograms go to the writer.
-        let ticker = log.clone().map(|tx| {
-            let stats = stats.clone();
+        // Every second, this thread's figures of that second go to the timeline.
+        let ticker = {
+            let (stats, seconds) = (stats.clone(), seconds.clone());
             tokio::task::spawn_local(async move {
                 for index in 0.. {
                     tokio::time::sleep_until(t0 + Duration::from_secs(index + 1)).await;
-                    flush_interval(&stats, &tx, index, Duration::from_secs(1));
+                    let interval = stats.borrow_mut().take_interval(index, Duration::from_secs(1));
+                    // The collector only goes away when the run has failed already.
+                    let _ = seconds.send(interval);
                 }
             })
-        });
+        };
         for task in tasks {
             let _ = task.await;
         }
-        if let Some(ticker) = ticker {
-            ticker.abort();
-        }
+        ticker.abort();
     });
     drop(local);
-    if let Some(tx) = &log {
-        let elapsed = t0.elapsed();
-        let index = elapsed.as_secs();
-        flush_interval(&stats, tx, index, elapsed - Duration::from_secs(index));
-    }
+    let elapsed = t0.elapsed();
+    let index = elapsed.as_secs();
+    let last = stats.borrow_mut().take_interval(index, elapsed - Duration::from_secs(index));
+    let _ = seconds.send(last);
     Ok(Rc::try_unwrap(stats).map_err(|_| anyhow::anyhow!("connection tasks outlived the run"))?.into_inner())
-}
-
-/// Sends this thread's histograms of second `index` to the log writer and empties them.
-fn flush_interval(stats: &RefCell<ThreadStats>, tx: &hdr_log::Sender, index: u64, length: Duration) {
-    let mut s = stats.borrow_mut();
-    if let Some((measured, corrected)) = s.interval.as_mut() {
-        let interval =
-            hdr_log::Interval { index, length, measured: measured.clone(), corrected: corrected.clone() };
-        measured.reset();
-        if let Some(c) = corrected.as_mut() {
-            c.reset();
-        }
-        // The writer only goes away when the run has failed already.
-        let _ = tx.send(interval);
-    }
 }
 
 /// What became of one request.
@@ -313,6 +284,9 @@ async fn exchange(
         if !(plan.keep_alive && connection.as_mut().is_some_and(Connection::is_open)) {
             connecting.set(true);
             let started = Instant::now();
+            if connection.take().is_some() {
+                stats.borrow_mut().disconnected();
+            }
             *connection = Some(client::connect(plan.target.addr, plan.timeout).await?);
             stats.borrow_mut().connected(started.elapsed());
             connecting.set(false);
@@ -329,20 +303,25 @@ async fn exchange(
     };
     let result = bounded(watchdog, cut, work).await;
     let unanswered = batch - answered;
+    let close = |connection: &mut Option<Connection>| {
+        if connection.take().is_some() {
+            stats.borrow_mut().disconnected();
+        }
+    };
     match result {
         Ok(Ok(())) => {
             if !plan.keep_alive || connection.as_ref().is_some_and(Connection::is_closed) {
-                *connection = None;
+                close(connection);
             }
         }
         Ok(Err(kind)) => {
-            *connection = None;
+            close(connection);
             for _ in 0..unanswered {
                 record(Outcome::Failed(kind));
             }
         }
         Err(Cut) => {
-            *connection = None;
+            close(connection);
             let outcome = if deadline.is_some_and(|d| Instant::now() >= d && d <= limit) {
                 Outcome::InFlightAtDeadline
             } else if connecting.get() {
@@ -382,25 +361,4 @@ async fn bounded<F: Future>(watchdog: &mut Pin<Box<Sleep>>, cut: Instant, work: 
             }
         }
     }
-}
-
-/// The request the plan describes, as it goes on the wire.
-pub fn encode_request(plan: &LoadPlan) -> Vec<u8> {
-    let mut head = format!("{} {} HTTP/1.1\r\n", plan.method, plan.target.path).into_bytes();
-    let mut field = |name: &[u8], value: &[u8]| {
-        head.extend_from_slice(name);
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value);
-        head.extend_from_slice(b"\r\n");
-    };
-    field(b"Host", plan.target.host.as_bytes());
-    field(b"User-Agent", USER_AGENT_VALUE.as_bytes());
-    if !plan.keep_alive {
-        field(b"Connection", b"close");
-    }
-    for (name, value) in &plan.headers {
-        field(name.as_str().as_bytes(), value.as_bytes());
-    }
-    head.extend_from_slice(b"\r\n");
-    head
 }

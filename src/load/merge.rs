@@ -33,9 +33,9 @@ pub struct Merged {
 pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
     let (first_name, first) = runs.first().ok_or("nothing to merge")?;
     for (name, run) in runs {
-        if run.schema != "blocklab/load-result" || run.schema_version != SCHEMA_VERSION {
+        if run.schema != "blocklab/load-result" || !(2..=SCHEMA_VERSION).contains(&run.schema_version) {
             return Err(format!(
-                "{name} is not a blocklab load result of schema_version {SCHEMA_VERSION} (run blocklab load --json with this version)"
+                "{name} is not a blocklab load result of schema_version 2 to {SCHEMA_VERSION} (run blocklab load --json with this version)"
             ));
         }
         for (what, a, b) in [
@@ -64,11 +64,14 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
     let (duration, overlapping) = union(&mut spans);
     let started_at = spans.iter().map(|s| s.0).min().expect("at least one run");
     let threads = runs.iter().map(|(_, r)| r.threads).sum();
-    let result = RunResult { stats, duration, started_at, threads };
+    // Each run's timeline stays in its own file: their seconds began at different instants.
+    let result = RunResult { stats, duration, started_at, threads, timeline: Vec::new() };
     let plan = LoadPlan {
         target: Target::unresolved(&first.url)?,
         method: first.method.parse().map_err(|_| format!("{first_name}: bad method {}", first.method))?,
         headers: Vec::new(),
+        body: None,
+        content_type: None,
         connections: runs.iter().map(|(_, r)| r.connections).sum(),
         stop: match runs.iter().map(|(_, r)| r.requests_planned).sum::<Option<u64>>() {
             Some(n) => Stop::Requests(n),
@@ -81,7 +84,7 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         timeout: Duration::from_secs_f64(first.timeout_s),
         threads,
         pipeline: first.pipeline,
-        progress: false,
+        progress: super::plan::Progress::Silent,
     };
     let report = LoadReport::new(&plan, &result);
     Ok(Merged { plan, result, report, overlapping })

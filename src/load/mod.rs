@@ -6,13 +6,21 @@
 //! * [`engine`] — the threads, each a single-threaded tokio runtime owning its
 //!   share of the connections (as wrk's threads do), and the per-connection
 //!   loop that schedules, sends and records.
+//! * [`request`] — the request a run sends (defaults, `-H`, body), encoded
+//!   once per run.
 //! * [`client`] — one HTTP/1.1 connection on blocklab's own wire
 //!   ([`crate::http1`], httparse), and how every failure is classified into
 //!   an [`ErrorKind`] that gets counted.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
 //!   [`RunResult`] with its HdrHistograms.
+//! * [`timeline`] — the run second by second, collected from the threads.
 //! * [`hdr_log`] — `--hdr-log`: the latencies as an HdrHistogram interval log.
 //! * [`merge`] — one report from the JSON results of simultaneous runs.
+//! * [`metric`] — the figures thresholds and comparisons speak of.
+//! * [`thresholds`] — `--fail-if`: conditions that fail a run (exit 1).
+//! * [`compare`] — `blocklab load compare`: two runs side by side, and the
+//!   regressions past `--max-regression`.
+//! * [`html`], [`charts`] — `--html`: the run as one self-contained page.
 //! * [`report`] — the ab-style text summary and the versioned JSON document
 //!   (`schema/load-result.json`).
 //!
@@ -22,15 +30,22 @@
 //! printed.
 
 pub mod args;
+pub mod charts;
 pub mod client;
+pub mod compare;
 pub mod counters;
 pub mod engine;
 pub mod hdr_log;
+pub mod html;
 pub mod merge;
+pub mod metric;
 pub mod outcome;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod request;
+pub mod thresholds;
+pub mod timeline;
 
 pub use client::ErrorKind;
 pub use engine::run;

@@ -22,6 +22,82 @@ fn micros(d: Duration) -> u64 {
     (d.as_micros() as u64).clamp(1, MAX_US)
 }
 
+/// One second of a run: what one thread recorded in it, or (added up) all
+/// threads. The timeline and the `--hdr-log` file are made of these.
+#[derive(Clone)]
+pub struct Interval {
+    /// Seconds since the start: the interval covers `[index, index + 1)`.
+    pub index: u64,
+    /// Its length (shorter for the last one).
+    pub length: Duration,
+    /// Latency from the actual send (µs).
+    pub measured: Histogram<u64>,
+    /// Open loop: latency from the due time (µs).
+    pub corrected: Option<Histogram<u64>>,
+    /// Requests that got a whole response, any status.
+    pub completed: u64,
+    /// Of those, responses with a status of 400 and above.
+    pub bad_status: u64,
+    /// Requests that failed without a response, by [`ErrorKind::index`].
+    pub errors: [u64; ErrorKind::ALL.len()],
+    /// Connections open at the end of the second.
+    pub connections: u64,
+}
+
+impl Interval {
+    /// An empty second; `open_loop` adds the corrected histogram.
+    pub fn new(open_loop: bool) -> Interval {
+        Interval {
+            index: 0,
+            length: Duration::ZERO,
+            measured: histogram(),
+            corrected: open_loop.then(histogram),
+            completed: 0,
+            bad_status: 0,
+            errors: [0; ErrorKind::ALL.len()],
+            connections: 0,
+        }
+    }
+
+    /// Adds another thread's figures of the same second.
+    pub fn add(&mut self, other: &Interval) {
+        self.measured.add(&other.measured).expect("same histogram bounds");
+        if let (Some(a), Some(b)) = (self.corrected.as_mut(), other.corrected.as_ref()) {
+            a.add(b).expect("same histogram bounds");
+        }
+        self.completed += other.completed;
+        self.bad_status += other.bad_status;
+        for (a, b) in self.errors.iter_mut().zip(&other.errors) {
+            *a += b;
+        }
+        self.connections += other.connections;
+        self.length = self.length.max(other.length);
+    }
+}
+
+/// One second of the timeline, as the JSON report has it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Second {
+    /// Seconds since the start: this row covers `[second, second + length_s)`.
+    pub second: u64,
+    /// Its length (s): 1, shorter for the last one.
+    pub length_s: f64,
+    /// Requests that got a whole response in it, any status.
+    pub requests: u64,
+    /// Of those, responses with a status of 400 and above.
+    pub status_4xx_5xx: u64,
+    /// Requests that failed without a response in it, by kind (kinds with none left out).
+    pub errors: std::collections::BTreeMap<String, u64>,
+    /// Median latency of the requests that completed in it (ms; 0 when none did).
+    pub p50_ms: f64,
+    /// 99th percentile latency (ms).
+    pub p99_ms: f64,
+    /// Open loop: 99th percentile of the corrected latency (ms).
+    pub corrected_p99_ms: Option<f64>,
+    /// Connections open at its end.
+    pub connections: u64,
+}
+
 /// The figures one engine thread recorded.
 pub struct ThreadStats {
     /// Send to last body byte, per completed request (µs). Without keep-alive
@@ -29,9 +105,11 @@ pub struct ThreadStats {
     pub latency: Histogram<u64>,
     /// Open loop only: from the time the request *should* have been sent (µs).
     pub corrected: Option<Histogram<u64>>,
-    /// With `--hdr-log`: the current second's latencies (and corrected ones),
-    /// handed to the log writer and emptied every second.
-    pub interval: Option<(Histogram<u64>, Option<Histogram<u64>>)>,
+    /// The current second's figures, handed to the timeline (and the
+    /// `--hdr-log` writer) and emptied every second.
+    pub interval: Interval,
+    /// Connections open now (a gauge, for the timeline).
+    pub open_connections: u64,
     /// Time to establish each new connection (µs).
     pub connect: Histogram<u64>,
     /// Requests the run started (each ends as exactly one of the three below).
@@ -70,7 +148,8 @@ impl ThreadStats {
         ThreadStats {
             latency: histogram(),
             corrected: open_loop.then(histogram),
-            interval: None,
+            interval: Interval::new(open_loop),
+            open_connections: 0,
             connect: histogram(),
             sent: 0,
             completed: 0,
@@ -109,23 +188,43 @@ impl ThreadStats {
         if let (Some(h), Some(c)) = (self.corrected.as_mut(), corrected) {
             h.saturating_record(micros(c));
         }
-        if let Some((measured, corrected_now)) = self.interval.as_mut() {
-            measured.saturating_record(micros(latency));
-            if let (Some(h), Some(c)) = (corrected_now.as_mut(), corrected) {
-                h.saturating_record(micros(c));
-            }
+        let now = &mut self.interval;
+        now.completed += 1;
+        if reply.status >= 400 {
+            now.bad_status += 1;
+        }
+        now.measured.saturating_record(micros(latency));
+        if let (Some(h), Some(c)) = (now.corrected.as_mut(), corrected) {
+            h.saturating_record(micros(c));
         }
     }
 
     /// Records a request that failed without a response.
     pub fn error(&mut self, kind: ErrorKind) {
         self.errors[kind.index()] += 1;
+        self.interval.errors[kind.index()] += 1;
     }
 
     /// Records how long a new connection took to establish.
     pub fn connected(&mut self, took: Duration) {
         self.connections_opened += 1;
+        self.open_connections += 1;
         self.connect.saturating_record(micros(took));
+    }
+
+    /// Records that a connection was closed.
+    pub fn disconnected(&mut self) {
+        self.open_connections = self.open_connections.saturating_sub(1);
+    }
+
+    /// This second's figures, `index` seconds into the run and `length`
+    /// long, taken out (the counters start again from zero).
+    pub fn take_interval(&mut self, index: u64, length: Duration) -> Interval {
+        let mut next = Interval::new(self.interval.corrected.is_some());
+        next.connections = self.open_connections;
+        let mut taken = std::mem::replace(&mut self.interval, next);
+        (taken.index, taken.length, taken.connections) = (index, length, self.open_connections);
+        taken
     }
 
     /// Adds another thread's figures to these.
@@ -177,6 +276,8 @@ impl ThreadStats {
 
 /// A whole run: the merged figures and the time they took.
 pub struct RunResult {
+    /// Second by second (every thread's figures of each second added up).
+    pub timeline: Vec<Second>,
     /// Every thread's figures, merged.
     pub stats: ThreadStats,
     /// From the first scheduled send to the end of the last request (or the deadline).
@@ -238,6 +339,7 @@ mod tests {
             duration: Duration::from_secs(1),
             started_at: SystemTime::now(),
             threads: 2,
+            timeline: Vec::new(),
         };
         assert!(result.is_balanced());
         assert_eq!(result.rps(), 3.0);

@@ -4,22 +4,23 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use hyper::Uri;
 use hyper::header::{HeaderName, HeaderValue};
 
 /// Where the load goes.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// The URL as given (credentials redacted), for reports.
+    /// The URL as given, its password replaced by `***`, for reports.
     pub url: String,
     /// The address connected to (the first the host resolves to).
     pub addr: SocketAddr,
-    /// The `Host` header: the URL's authority.
+    /// The `Host` header: the URL's host, and its port when the URL names one.
     pub host: HeaderValue,
     /// The host name alone, for reports.
     pub hostname: String,
     /// The request target: path and query.
-    pub path: Uri,
+    pub path: String,
+    /// `Authorization: Basic …` from the URL's credentials (`http://user:pass@host/`).
+    pub basic_auth: Option<HeaderValue>,
 }
 
 impl Target {
@@ -35,35 +36,58 @@ impl Target {
     }
 
     fn parse_with(url: &str, resolve: bool) -> Result<Target, String> {
-        let uri: Uri = url.parse().map_err(|e| format!("malformed URL '{url}': {e}"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => return Err("https is not supported yet: use an http:// URL".to_string()),
-            Some(other) => return Err(format!("unsupported scheme '{other}': use an http:// URL")),
-            None => return Err(format!("malformed URL '{url}': expected http://HOST[:PORT]/PATH")),
+        let parsed = url::Url::parse(url).map_err(|e| format!("malformed URL '{url}': {e}"))?;
+        match parsed.scheme() {
+            "http" => {}
+            "https" => return Err("https is not supported yet: use an http:// URL".to_string()),
+            other => return Err(format!("unsupported scheme '{other}': use an http:// URL")),
         }
-        let authority = uri.authority().ok_or_else(|| format!("malformed URL '{url}': no host"))?;
-        if authority.as_str().contains('@') {
-            return Err("credentials in the URL are not supported".to_string());
-        }
-        let port = authority.port_u16().unwrap_or(80);
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let host = parsed
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("malformed URL '{url}': no host"))?;
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
         let addr = if resolve {
-            (host, port)
+            (bare, port)
                 .to_socket_addrs()
-                .map_err(|e| format!("cannot resolve '{host}': {e}"))?
+                .map_err(|e| format!("cannot resolve '{bare}': {e}"))?
                 .next()
-                .ok_or_else(|| format!("'{host}' resolves to no address"))?
+                .ok_or_else(|| format!("'{bare}' resolves to no address"))?
         } else {
             SocketAddr::from(([0, 0, 0, 0], port))
         };
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = match parsed.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        let path = match parsed.query() {
+            Some(query) => format!("{}?{query}", parsed.path()),
+            None => parsed.path().to_string(),
+        };
+        // RFC 7617: user-id ":" password, base64; the URL carries them percent-encoded.
+        let basic_auth = if parsed.username().is_empty() && parsed.password().is_none() {
+            None
+        } else {
+            use base64::Engine;
+            let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+            let mut pair = decode(parsed.username());
+            pair.push(b':');
+            pair.extend(decode(parsed.password().unwrap_or("")));
+            let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
+            Some(HeaderValue::try_from(value).map_err(|e| format!("bad credentials: {e}"))?)
+        };
+        let mut shown = parsed.clone();
+        if parsed.password().is_some() {
+            let _ = shown.set_password(Some("***"));
+        }
         Ok(Target {
-            url: url.to_string(),
+            url: if basic_auth.is_some() { shown.to_string() } else { url.to_string() },
             addr,
-            host: HeaderValue::from_str(authority.as_str()).map_err(|e| format!("bad host: {e}"))?,
-            hostname: host.to_string(),
-            path: path.parse().map_err(|e| format!("malformed path: {e}"))?,
+            host: HeaderValue::from_str(&authority).map_err(|e| format!("bad host: {e}"))?,
+            hostname: bare.to_string(),
+            path,
+            basic_auth,
         })
     }
 }
@@ -84,8 +108,13 @@ pub struct LoadPlan {
     pub target: Target,
     /// The request method.
     pub method: hyper::Method,
-    /// Extra request headers.
+    /// Extra request headers (`-H`); one named as a default (`Host`,
+    /// `User-Agent`, `Content-Type`, `Authorization`, `Connection`) replaces it.
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The request body (`-d`, `--body-file`), sent with its `Content-Length`.
+    pub body: Option<Vec<u8>>,
+    /// `-T`: the body's `Content-Type`.
+    pub content_type: Option<HeaderValue>,
     /// Concurrent connections, each with one request in flight at a time.
     pub connections: usize,
     /// When to stop.
@@ -100,8 +129,19 @@ pub struct LoadPlan {
     pub threads: usize,
     /// Requests in flight per connection (`--pipeline`; 1 = no pipelining).
     pub pipeline: usize,
-    /// Draw a live progress bar on stderr.
-    pub progress: bool,
+    /// What is shown on stderr while the run goes.
+    pub progress: Progress,
+}
+
+/// What a run shows on stderr while it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Nothing (`--quiet`, tests, the studies).
+    Silent,
+    /// A live bar, redrawn (a terminal).
+    Bar,
+    /// A plain line every few seconds (a log file, CI).
+    Lines,
 }
 
 impl LoadPlan {
@@ -113,6 +153,8 @@ impl LoadPlan {
             target: Target::parse(url)?,
             method: hyper::Method::GET,
             headers: Vec::new(),
+            body: None,
+            content_type: None,
             connections,
             stop,
             keep_alive: true,
@@ -120,7 +162,7 @@ impl LoadPlan {
             timeout: Duration::from_secs(30),
             threads: 1,
             pipeline: 1,
-            progress: false,
+            progress: Progress::Silent,
         })
     }
 
@@ -159,6 +201,11 @@ impl LoadPlan {
         if self.pipeline > 1 && self.rate.is_some() {
             return Err("--pipeline applies to the closed loop only (without --rate): an open loop sends each request when it is due".to_string());
         }
+        if let Some((name, _)) = self.headers.iter().find(|(name, _)| {
+            name == hyper::header::CONTENT_LENGTH || name == hyper::header::TRANSFER_ENCODING
+        }) {
+            return Err(format!("-H {name}: the body (-d, --body-file) decides how the request is framed"));
+        }
         if self.pipeline > 1 && !self.keep_alive {
             return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());
         }
@@ -182,6 +229,14 @@ mod tests {
         assert_eq!(t.path, "/getData?id=3");
         assert_eq!(t.host, "127.0.0.1:9000");
         assert_eq!(Target::parse("http://127.0.0.1:8080").unwrap().path, "/");
+        assert_eq!(Target::parse("http://localhost/").unwrap().host, "localhost");
+        assert!(t.basic_auth.is_none());
+        let t = Target::parse("http://ali%20ce:s%3Acret@127.0.0.1:9000/x").unwrap();
+        // base64("ali ce:s:cret")
+        assert_eq!(t.basic_auth.unwrap(), "Basic YWxpIGNlOnM6Y3JldA==");
+        assert_eq!(t.url, "http://ali%20ce:***@127.0.0.1:9000/x");
+        assert_eq!(t.host, "127.0.0.1:9000");
+        assert_eq!(Target::parse("http://bob@127.0.0.1/").unwrap().basic_auth.unwrap(), "Basic Ym9iOg==");
         assert!(Target::parse("https://x/").unwrap_err().contains("https is not supported yet"));
         assert!(Target::parse("ftp://x/").unwrap_err().contains("unsupported scheme"));
         assert!(Target::parse("127.0.0.1:9000/x").is_err());

@@ -14,11 +14,11 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::client::ErrorKind;
-use super::outcome::RunResult;
+use super::outcome::{RunResult, Second};
 use super::plan::{LoadPlan, Stop};
 
 /// The version of the JSON document's shape; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Percentiles reported, as (label, quantile).
 const PERCENTILES: [(&str, f64); 10] = [
@@ -193,6 +193,10 @@ pub struct LoadReport {
     /// The histograms themselves, so that runs merge losslessly
     /// (`blocklab load merge`).
     pub histograms: EncodedHistograms,
+    /// The run second by second (empty for a merged result, and in
+    /// documents of schema_version 2).
+    #[serde(default)]
+    pub timeline: Vec<Second>,
 }
 
 /// Histograms of microseconds in HdrHistogram's V2 deflate encoding, base64:
@@ -301,6 +305,7 @@ impl LoadReport {
                 corrected: s.corrected.as_ref().map(encode_histogram),
                 connect: encode_histogram(&s.connect),
             },
+            timeline: result.timeline.clone(),
         }
     }
 }
