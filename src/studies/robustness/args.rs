@@ -36,7 +36,9 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub targets: Option<Vec<String>>,
 
-    /// Concurrent requests per step, comma-separated, ascending [default: 100,200,400,600,700,800,1000,2000,5000,10000].
+    /// Concurrent requests per step, comma-separated, ascending, up to 60000 [default:
+    /// 100,200,400,600,700,800,1000,2000,5000,10000]; beyond 25,000 connections come from more loopback
+    /// addresses (127.0.0.2, …).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=60_000), value_name = "LIST")]
     pub levels: Option<Vec<u32>>,
 
@@ -80,6 +82,12 @@ pub struct SweepArgs {
     /// Do not use cgroups: run every target uncapped (memory is then not measured).
     #[arg(long)]
     pub no_cgroup: bool,
+
+    /// Connections one source address opens before the next loopback address
+    /// takes over (a test knob: the default fits one address's ephemeral ports).
+    #[arg(long, hide = true, default_value_t = super::step::CONNECTIONS_PER_ADDRESS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
+    pub connections_per_address: usize,
 }
 
 impl SweepArgs {
@@ -144,6 +152,7 @@ impl SweepArgs {
             use_cgroups: !self.no_cgroup,
             client: self.client,
             recheck: self.recheck,
+            per_address: self.connections_per_address,
         })
     }
 }
