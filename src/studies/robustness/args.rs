@@ -14,11 +14,14 @@ pub const SWEEP_EXAMPLES: &str = "\
 Each level N: N connections opened first, then one GET /delay sent on every one at once.
 After each level: is the target alive, was it OOM-killed, does /test answer within 2 s?
 A target that died is reported with how and where; its later levels are not run.
+JVM targets are warmed up first (300 /test, 300 short /delay). Beyond 25,000 connections
+a level's connections come from 127.0.0.2, 127.0.0.3, …; a level that needs more
+descriptors than RLIMIT_NOFILE allows (the sweep raises it when it may) is not run.
 
 Examples:
   blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
   blocklab sweep --quick                          # three levels, 1 s delay: a minute or two
-  blocklab sweep --targets lean,reactive --levels 1000,5000,10000
+  blocklab sweep --targets lean,reactive --levels 1000,5000,10000,20000,50000
   blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
   blocklab sweep --client jmeter --targets spring-web,spring-webflux   # the seed's client
