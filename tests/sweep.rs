@@ -1,7 +1,9 @@
 //! `blocklab sweep` end to end, with small delays and levels: a death by
 //! OOM detected at the level the cap implies, a target that exits by itself
 //! reported as exited, `--url` against a running server, the uncapped path,
-//! the JVM peers; and nothing left behind (no child process, no cgroup).
+//! the JVM peers (warmed up first), connections from several source
+//! addresses, levels the descriptor limit stops; and nothing left behind (no
+//! child process, no cgroup).
 
 mod common;
 
@@ -14,9 +16,18 @@ use common::{Listening, blocklab, output_within};
 /// returns its output and results.json. Every process the sweep started
 /// carries the tag, so the test can check none is left.
 fn sweep(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::Output, serde_json::Value) {
+    sweep_in(blocklab(), dir, args, env)
+}
+
+/// As [`sweep`], `command` being the blocklab binary or a wrapper of it.
+fn sweep_in(
+    mut command: std::process::Command,
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Output, serde_json::Value) {
     let _turn = one_at_a_time();
     let tag = format!("blocklab-sweep-test-{}-{}", std::process::id(), dir.display());
-    let mut command = blocklab();
     command.arg("sweep").args(args).arg("--out").arg(dir).env("BLOCKLAB_TEST_TAG", &tag);
     for (k, v) in env {
         command.env(k, v);
@@ -36,7 +47,9 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// No process with `tag` in its environment, no cgroup of the sweep's.
+/// No process with `tag` in its environment, no cgroup of a sweep that has
+/// ended (`blocklab-sweep-PID-…` whose PID is gone: a sweep still running
+/// beside the tests, a benchmark's, owns its own).
 fn assert_no_leftovers(tag: &str) {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
@@ -50,7 +63,10 @@ fn assert_no_leftovers(tag: &str) {
         let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            assert!(!name.starts_with("blocklab-sweep-"), "cgroup left behind: {}", entry.path().display());
+            let Some(rest) = name.strip_prefix("blocklab-sweep-") else { continue };
+            let owner = rest.split('-').next().unwrap_or("");
+            let running = !owner.is_empty() && Path::new("/proc").join(owner).exists();
+            assert!(running, "cgroup left behind: {}", entry.path().display());
         }
     }
 }
@@ -170,10 +186,17 @@ fn a_running_service_by_url_and_the_uncapped_path() {
     let server = Listening::serve(&["--model", "lean", "--workers", "1"]);
     let dir = temp_dir("sweep-url");
     let url = format!("http://{}/delay?ms=100", server.addr);
-    let (out, results) = sweep(&dir, &["--url", &url, "--levels", "5,50", "--timeout", "5s"], &[]);
+    // A low per-address count (a test knob) makes 50 connections come from
+    // 127.0.0.1, 127.0.0.2 and 127.0.0.3, as 50,000 would with the default.
+    let args = ["--url", &url, "--levels", "5,50", "--timeout", "5s", "--connections-per-address", "20"];
+    let (out, results) = sweep(&dir, &args, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let t = target(&results, &url);
     assert_eq!(t["highest_full_success"], 50, "{t:#}");
+    assert_eq!(t["steps"][0]["load"]["source_addresses"], 1, "{t:#}");
+    assert_eq!(t["steps"][1]["load"]["source_addresses"], 3, "{t:#}");
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(md.contains("more than one loopback source address") && md.contains("at 50: 3"), "{md}");
     assert!(t["cap_bytes"].is_null() && t["command"].is_null());
     assert!(t["cap"].as_str().unwrap().starts_with("none"), "{t:#}");
 
@@ -266,12 +289,89 @@ fn spring_webflux_and_go_beside_a_model_in_a_short_sweep() {
     assert!(flux["steps"][1]["peak_heap_bytes"].as_u64().unwrap() > 1 << 20, "the JVM's heap: {flux:#}");
     assert!(flux["per_request"]["heap_kib"].is_number(), "{flux:#}");
     assert!(flux["cap"].as_str().unwrap().contains("-Xmx50M"), "{flux:#}");
+    let warmup = flux["warmup"].as_str().unwrap_or_else(|| panic!("the JVM is warmed up first: {flux:#}"));
+    assert!(warmup.contains("300 GET /test") && warmup.contains("answered 2xx"), "{warmup}");
     let go = target(&results, "go-nethttp");
     assert!(go["cap"].as_str().unwrap().contains("GOMEMLIMIT=40MiB"), "{go:#}");
+    assert!(go["warmup"].is_null() && target(&results, "lean")["warmup"].is_null(), "only JVMs warm up");
     assert!(target(&results, "lean")["steps"][0]["peak_heap_bytes"].is_null());
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(md.contains("## Memory per in-flight request") && md.contains("## The seed's question"), "{md}");
     assert!(dir.join("charts/per-request.svg").is_file());
+}
+
+/// The sweep's client, as the server sees it: with the per-address count
+/// forced down to 4, ten connections come from three loopback addresses.
+#[tokio::test]
+async fn connections_beyond_the_per_address_count_come_from_the_next_loopback_address() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let mut peers = std::collections::BTreeSet::new();
+        for _ in 0..10 {
+            let (mut stream, peer) = listener.accept().await.unwrap();
+            peers.insert(peer.ip().to_string());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut chunk = [0u8; 512];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await;
+            });
+        }
+        peers
+    });
+    let run = blocklab::studies::robustness::step::run(addr, "x", "/", 10, Duration::from_secs(10), 4);
+    let load = tokio::time::timeout(Duration::from_secs(20), run).await.expect("the step is bounded");
+    let peers = tokio::time::timeout(Duration::from_secs(5), server).await.unwrap().unwrap();
+    assert_eq!(load.count(blocklab::studies::robustness::step::Outcome::Ok), 10, "{load:?}");
+    assert_eq!(load.source_addresses, 3, "{load:?}");
+    let expected: std::collections::BTreeSet<String> =
+        ["127.0.0.1", "127.0.0.2", "127.0.0.3"].into_iter().map(String::from).collect();
+    assert_eq!(peers, expected);
+}
+
+/// Levels whose connections do not fit under the descriptor limit are not
+/// run, said so, and the lower ones run: under a limit of 1200, 50 fits
+/// (with the 1024 kept spare), 500 does not — unless the sweep may raise its
+/// hard limit (CAP_SYS_RESOURCE), in which case 500 runs.
+#[test]
+fn levels_beyond_the_descriptor_limit_are_not_run_and_said_so() {
+    let server = Listening::serve(&["--model", "lean", "--workers", "1"]);
+    let dir = temp_dir("sweep-nofile");
+    let url = format!("http://{}/delay?ms=50", server.addr);
+    let mut limited = std::process::Command::new("prlimit");
+    limited.arg("--nofile=1200:1200").arg(env!("CARGO_BIN_EXE_blocklab")).env("RUST_LOG", "warn");
+    let (out, results) =
+        sweep_in(limited, &dir, &["--url", &url, "--levels", "50,500", "--timeout", "5s"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    common::validate_schema("schema/sweep-results.json", &results);
+    let t = target(&results, &url);
+    if results["descriptor_limit"].as_u64().unwrap() >= 500 + 1024 {
+        assert_eq!(t["highest_full_success"], 500, "raised, so run: {t:#}");
+        return;
+    }
+    assert_eq!(results["descriptor_limit"], 1200);
+    assert_eq!(t["highest_full_success"], 50, "{t:#}");
+    assert_eq!(t["steps"][1]["status"], "not_run_limit", "{t:#}");
+    assert!(
+        results["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("levels 500 are not run")),
+        "{results:#}"
+    );
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(
+        md.contains("not run: descriptor limit") && md.contains("Not run for want of descriptors"),
+        "{md}"
+    );
 }
 
 /// `--client jmeter`: every step sent by the seed's JMeter, its JTL read

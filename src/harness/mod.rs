@@ -25,6 +25,13 @@ use std::process::Command;
 /// thousands of connections fit; children inherit it. Uses util-linux's
 /// `prlimit` on our own pid. Returns the soft limit now in force.
 pub fn raise_nofile() -> Option<u64> {
+    raise_nofile_to(0)
+}
+
+/// As [`raise_nofile`], and also both limits to at least `wanted` when the
+/// hard limit is lower (root only: CAP_SYS_RESOURCE; otherwise the soft limit
+/// stops at the hard one). Returns the soft limit now in force.
+pub fn raise_nofile_to(wanted: u64) -> Option<u64> {
     let pid = std::process::id().to_string();
     let read = |column: &str| -> Option<u64> {
         let out = Command::new("prlimit")
@@ -34,9 +41,18 @@ pub fn raise_nofile() -> Option<u64> {
         String::from_utf8_lossy(&out.stdout).trim().parse().ok()
     };
     let (soft, hard) = (read("SOFT")?, read("HARD")?);
-    if soft < hard {
-        let set = Command::new("prlimit").args(["--pid", &pid, &format!("--nofile={hard}:{hard}")]).status();
-        tracing::debug!(soft, hard, raised = set.is_ok_and(|s| s.success()), "RLIMIT_NOFILE");
+    let set = |limit: u64| {
+        let status = Command::new("prlimit")
+            .args(["--pid", &pid, &format!("--nofile={limit}:{limit}")])
+            .stderr(std::process::Stdio::null())
+            .status();
+        tracing::debug!(soft, hard, limit, raised = status.is_ok_and(|s| s.success()), "RLIMIT_NOFILE");
+    };
+    if hard < wanted {
+        set(wanted);
+    }
+    if read("SOFT")? < read("HARD")? {
+        set(read("HARD")?);
     }
     read("SOFT")
 }

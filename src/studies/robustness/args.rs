@@ -14,11 +14,19 @@ pub const SWEEP_EXAMPLES: &str = "\
 Each level N: N connections opened first, then one GET /delay sent on every one at once.
 After each level: is the target alive, was it OOM-killed, does /test answer within 2 s?
 A target that died is reported with how and where; its later levels are not run.
+JVM targets are warmed up first (300 /test, 300 short /delay). Beyond 25,000 connections
+a level's connections come from 127.0.0.2, 127.0.0.3, …; a level that needs more
+descriptors than RLIMIT_NOFILE allows (the sweep raises it when it may) is not run.
 
 Examples:
   blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
+<<<<<<< HEAD
   blocklab sweep --quick                          # 3 levels, 1 s delay, 7 targets: about a minute
   blocklab sweep --targets lean,reactive --levels 1000,5000,10000
+=======
+  blocklab sweep --quick                          # three levels, 1 s delay: a minute or two
+  blocklab sweep --targets lean,reactive --levels 1000,5000,10000,20000,50000
+>>>>>>> wt-20
   blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
   blocklab sweep --client jmeter --targets spring-web,spring-webflux   # the seed's client
@@ -36,7 +44,9 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub targets: Option<Vec<String>>,
 
-    /// Concurrent requests per step, comma-separated, ascending [default: 100,200,400,600,700,800,1000,2000,5000,10000].
+    /// Concurrent requests per step, comma-separated, ascending, up to 60000 [default:
+    /// 100,200,400,600,700,800,1000,2000,5000,10000]; beyond 25,000 connections come from more loopback
+    /// addresses (127.0.0.2, …).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=60_000), value_name = "LIST")]
     pub levels: Option<Vec<u32>>,
 
@@ -82,6 +92,12 @@ pub struct SweepArgs {
     /// Do not use cgroups: run every target uncapped (memory is then not measured).
     #[arg(long)]
     pub no_cgroup: bool,
+
+    /// Connections one source address opens before the next loopback address
+    /// takes over (a test knob: the default fits one address's ephemeral ports).
+    #[arg(long, hide = true, default_value_t = super::step::CONNECTIONS_PER_ADDRESS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
+    pub connections_per_address: usize,
 }
 
 impl SweepArgs {
@@ -146,6 +162,7 @@ impl SweepArgs {
             use_cgroups: !self.no_cgroup,
             client: self.client,
             recheck: self.recheck.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 20 })),
+            per_address: self.connections_per_address,
         })
     }
 }

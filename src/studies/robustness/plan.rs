@@ -73,4 +73,7 @@ pub struct SweepPlan {
     pub recheck: std::time::Duration,
     /// False: run uncapped without trying cgroups (`--no-cgroup`).
     pub use_cgroups: bool,
+    /// Connections one source address opens before the next takes over
+    /// ([`super::step::CONNECTIONS_PER_ADDRESS`]; lower only in tests).
+    pub per_address: usize,
 }

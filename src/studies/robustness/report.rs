@@ -73,6 +73,13 @@ pub fn markdown(results: &SweepResults) -> String {
     for t in &results.targets {
         let _ = writeln!(md, "| {} | {} | {} |", t.name, t.cap, verdict(t));
     }
+    let warmed: Vec<_> = results.targets.iter().filter_map(|t| Some((&t.name, t.warmup.as_ref()?))).collect();
+    if !warmed.is_empty() {
+        let _ = writeln!(md);
+        for (name, warmup) in warmed {
+            let _ = writeln!(md, "- {name}: {warmup}.");
+        }
+    }
     let _ = writeln!(md, "\n## The seed's question, on this machine\n");
     for sentence in super::seed::answer(results) {
         let _ = writeln!(md, "- {sentence}");
@@ -116,6 +123,7 @@ pub fn markdown(results: &SweepResults) -> String {
                 (StepStatus::NotRunDown, _) => "not run: down".to_string(),
                 (StepStatus::NotRunInterrupted, _) => "not run: interrupted".to_string(),
                 (StepStatus::ClientFailed, _) => "client failed".to_string(),
+                (StepStatus::NotRunLimit, _) => "not run: descriptor limit".to_string(),
                 (StepStatus::Run, Some(true)) => "alive".to_string(),
                 (StepStatus::Run, _) => {
                     t.died.as_ref().map_or("down".to_string(), |d| d.how.words().to_string())
@@ -139,6 +147,23 @@ pub fn markdown(results: &SweepResults) -> String {
                 after
             );
         }
+    }
+    let spread: Vec<String> = results
+        .targets
+        .iter()
+        .flat_map(|t| t.steps.iter().map(move |s| (t, s)))
+        .filter_map(|(t, s)| {
+            let sources = s.load.as_ref()?.source_addresses;
+            (sources > 1).then(|| format!("{} at {}: {sources}", t.name, s.level))
+        })
+        .collect();
+    if !spread.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nConnections from more than one loopback source address (127.0.0.1, 127.0.0.2, …; one address \
+             has ~28,000 ephemeral ports): {}.",
+            spread.join("; ")
+        );
     }
     md
 }

@@ -58,6 +58,9 @@ pub enum StepStatus {
     NotRunInterrupted,
     /// The client failed (JMeter did not run or wrote no JTL): no figures.
     ClientFailed,
+    /// Not run: its connections need more descriptors than `RLIMIT_NOFILE`
+    /// allows (one per connection in the sweep, one in the target).
+    NotRunLimit,
 }
 
 /// One level of one target.
@@ -136,6 +139,9 @@ pub struct TargetResult {
     pub per_request: Option<PerRequest>,
     /// Steps whose client failed, with why (`--client jmeter`).
     pub client_failures: Vec<String>,
+    /// What a JVM target was sent before the first level, and how it went
+    /// (`None`: not warmed up, as every non-JVM target).
+    pub warmup: Option<String>,
 }
 
 /// The whole sweep.
@@ -167,6 +173,9 @@ pub struct SweepResults {
     pub allocator: String,
     /// Things the reader must know (no cap, shared CPUs, peers not built).
     pub warnings: Vec<String>,
+    /// The descriptor limit (`RLIMIT_NOFILE`, soft) the sweep and its targets
+    /// ran with; levels above it less [`super::run::SPARE_DESCRIPTORS`] are not run.
+    pub descriptor_limit: Option<u64>,
     /// The machine.
     pub machine: crate::harness::conditions::Machine,
     /// blocklab's, rustc's and the key crates' versions, and Java's when a JVM peer ran.

@@ -31,6 +31,8 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
     } else if let Err(e) = crate::harness::cgroup::available() {
         warnings.push(format!("no memory cap can be set ({e}): targets run uncapped"));
     }
+    let (descriptor_limit, warning) = descriptors_for(plan);
+    warnings.extend(warning);
     for w in &warnings {
         eprintln!("blocklab: warning: {w}");
     }
@@ -67,6 +69,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         jvm_opts: plan.jvm_opts.clone(),
         allocator: "mimalloc, built without transparent huge pages (feature no_thp)".to_string(),
         warnings,
+        descriptor_limit,
         machine: crate::harness::conditions::machine(),
         versions: crate::harness::conditions::versions(),
         targets: Vec::new(),
@@ -90,7 +93,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
                 results.versions.insert("java".to_string(), text.lines().next().unwrap_or("").to_string());
             }
         }
-        let result = sweep_target(plan, target, &runtime, interrupt);
+        let result = sweep_target(plan, target, &runtime, interrupt, descriptor_limit);
         results.targets.push(result);
         if interrupt.load(Relaxed) {
             results.interrupted = true;
@@ -100,6 +103,38 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
     runtime.shutdown_timeout(Duration::from_secs(1));
     results.wall_s = started_at.elapsed().as_secs_f64();
     Ok(results)
+}
+
+/// Descriptors beyond a level's connections, on either side: the sweep's
+/// probes and files; a target's listener, jars and files (a Spring Boot JVM
+/// holds ~100).
+pub const SPARE_DESCRIPTORS: u64 = 1024;
+
+/// Raises the descriptor limit (soft and, with CAP_SYS_RESOURCE, hard) to
+/// what the highest level needs on each side — the sweep holds a socket per
+/// connection, and so does the target, which inherits the limit (a JVM and
+/// Go raise their soft limit to the hard one; blocklab too). Returns the
+/// limit in force, and a warning naming the levels it stops.
+fn descriptors_for(plan: &SweepPlan) -> (Option<u64>, Option<String>) {
+    let top = plan.levels.iter().copied().max().unwrap_or(0) as u64;
+    let wanted = top + SPARE_DESCRIPTORS;
+    let Some(limit) = crate::harness::raise_nofile_to(wanted) else { return (None, None) };
+    let stopped: Vec<String> =
+        plan.levels.iter().filter(|l| !fits(**l, Some(limit))).map(ToString::to_string).collect();
+    let warning = (!stopped.is_empty()).then(|| {
+        format!(
+            "the descriptor limit is {limit} (RLIMIT_NOFILE; raising its hard limit to {wanted} takes \
+             CAP_SYS_RESOURCE, which this process lacks): levels {} are not run, since each of their \
+             connections takes a descriptor in the sweep and one in the target",
+            stopped.join(", ")
+        )
+    });
+    (Some(limit), warning)
+}
+
+/// Whether a level's connections fit under the descriptor `limit`.
+fn fits(level: usize, limit: Option<u64>) -> bool {
+    limit.is_none_or(|limit| level as u64 + SPARE_DESCRIPTORS <= limit)
 }
 
 /// Why the peer `name` is skipped, and the command that adds it, in one line.
@@ -141,6 +176,7 @@ fn sweep_target(
     target: &Target,
     runtime: &tokio::runtime::Runtime,
     interrupt: &AtomicBool,
+    descriptor_limit: Option<u64>,
 ) -> TargetResult {
     let name = target.name();
     let mut result = TargetResult {
@@ -153,6 +189,7 @@ fn sweep_target(
         highest_full_success: None,
         per_request: None,
         client_failures: Vec::new(),
+        warmup: None,
     };
     let (addr, host, path) = match target {
         Target::Url { addr, host, path, .. } => {
@@ -217,6 +254,11 @@ fn sweep_target(
         Some(s) => (s.addr(), s.addr().to_string()),
         None => (addr, host),
     };
+    if target.is_jvm() && server.is_some() && !interrupt.load(Relaxed) {
+        let warmup = warm_up(runtime, addr, &host, plan.per_address);
+        eprintln!("sweep: {name}: {warmup}");
+        result.warmup = Some(warmup);
+    }
     for &level in &plan.levels {
         if result.died.is_some() {
             result.steps.push(Step::not_run(level, StepStatus::NotRunDown));
@@ -224,6 +266,11 @@ fn sweep_target(
         }
         if interrupt.load(Relaxed) {
             result.steps.push(Step::not_run(level, StepStatus::NotRunInterrupted));
+            continue;
+        }
+        if !fits(level, descriptor_limit) {
+            eprintln!("sweep: {name} {level}: not run: more connections than the descriptor limit allows");
+            result.steps.push(Step::not_run(level, StepStatus::NotRunLimit));
             continue;
         }
         let pid = server.as_ref().map(ServerProcess::pid);
@@ -237,7 +284,7 @@ fn sweep_target(
         let load = match plan.client {
             Client::Blocklab => Ok(runtime.block_on(async {
                 tokio::select! {
-                    load = step::run(addr, &host, &path, level, plan.timeout) => Some(load),
+                    load = step::run(addr, &host, &path, level, plan.timeout, plan.per_address) => Some(load),
                     () = interrupted(interrupt) => None,
                 }
             })),
@@ -298,6 +345,46 @@ fn sweep_target(
     }
     drop(cgroup);
     result
+}
+
+/// Requests of each warm-up round, sent at once on as many connections.
+const WARMUP_CONNECTIONS: usize = 100;
+/// Rounds of `GET /test`, then as many of a short `/delay`.
+const WARMUP_ROUNDS: usize = 3;
+/// The short delay of the warm-up's `/delay` rounds.
+const WARMUP_DELAY_MS: u64 = 20;
+
+/// A JVM runs a method interpreted until it has been called often enough
+/// for the JIT to compile it, and loads classes on first use: a cold
+/// Spring Web's slowest answer at the first level was 6.4 s for a 5 s delay.
+/// So before the first level a JVM target gets a few hundred requests —
+/// `/test`, then a short `/delay`, on fresh connections, 100 at a time —
+/// through blocklab's client whichever client the sweep uses. Returns what
+/// was sent, in words.
+fn warm_up(runtime: &tokio::runtime::Runtime, addr: SocketAddr, host: &str, per_address: usize) -> String {
+    let started = Instant::now();
+    let delay = format!("/delay?ms={WARMUP_DELAY_MS}");
+    let (mut sent, mut ok) = (0, 0);
+    for path in ["/test", delay.as_str()] {
+        for _ in 0..WARMUP_ROUNDS {
+            let load = runtime.block_on(step::run(
+                addr,
+                host,
+                path,
+                WARMUP_CONNECTIONS,
+                Duration::from_secs(10),
+                per_address,
+            ));
+            sent += WARMUP_CONNECTIONS;
+            ok += load.count(step::Outcome::Ok);
+        }
+    }
+    format!(
+        "JVM warmed up before the first level: {sent} requests ({n} GET /test, then {n} GET {delay}, {WARMUP_CONNECTIONS} \
+         at a time on fresh connections) in {:.1} s, {ok} answered 2xx",
+        started.elapsed().as_secs_f64(),
+        n = WARMUP_ROUNDS * WARMUP_CONNECTIONS,
+    )
 }
 
 /// Resolves once `interrupt` is set.

@@ -1,14 +1,22 @@
 //! One step of the sweep: N connections opened first, then one request sent
 //! on every one of them at the same moment (as N JMeter threads do), each
-//! request ending as exactly one outcome.
+//! request ending as exactly one outcome. Beyond what one source address's
+//! ephemeral ports allow, connections to a loopback target come from more
+//! loopback addresses (127.0.0.2, 127.0.0.3, …).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::ErrorKind;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
+
+/// Connections one source address opens to the target before the next
+/// address takes over. The kernel's ephemeral ports here are 32768–60999
+/// (28,232 of them per source address and destination); 25,000 leaves room
+/// for the sweep's probes and for ports still in TIME_WAIT from the last step.
+pub const CONNECTIONS_PER_ADDRESS: usize = 25_000;
 
 /// How one request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -95,6 +103,9 @@ pub struct StepLoad {
     /// blocklab's client (every connection open, then every request at once);
     /// JMeter starts its threads one by one, a few ms each.
     pub send_spread_ms: f64,
+    /// How many source addresses the connections came from (1 up to
+    /// [`CONNECTIONS_PER_ADDRESS`] connections; 0 for JMeter, which does not say).
+    pub source_addresses: usize,
     /// The client's own words for its failures, counted (JMeter's
     /// `responseCode responseMessage`; empty for blocklab's client, whose
     /// outcomes are its words).
@@ -126,13 +137,22 @@ impl StepLoad {
 }
 
 /// Opens `level` connections to `addr`, then sends `GET path` on each at
-/// once, and waits for every outcome (each bounded by `timeout`).
-pub async fn run(addr: SocketAddr, host: &str, path: &str, level: usize, timeout: Duration) -> StepLoad {
+/// once, and waits for every outcome (each bounded by `timeout`). Each source
+/// address opens at most `per_address` of the connections (see [`source`]).
+pub async fn run(
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+    level: usize,
+    timeout: Duration,
+    per_address: usize,
+) -> StepLoad {
     let connects: Vec<_> = (0..level)
-        .map(|_| {
+        .map(|i| {
+            let from = source(addr, i, per_address);
             tokio::spawn(async move {
                 let started = Instant::now();
-                let result = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+                let result = match tokio::time::timeout(timeout, connect(from, addr)).await {
                     Ok(Ok(stream)) => Ok(stream),
                     Ok(Err(e)) => Err(Outcome::of_io(&e)),
                     Err(_) => Err(Outcome::ConnectTimeout),
@@ -143,10 +163,14 @@ pub async fn run(addr: SocketAddr, host: &str, path: &str, level: usize, timeout
         .collect();
     let mut load = StepLoad::default();
     let mut streams = Vec::with_capacity(level);
+    let mut sources = BTreeSet::new();
     for connect in connects {
         match connect.await {
             Ok((Ok(stream), took)) => {
                 load.connect_max_ms = load.connect_max_ms.max(took.as_secs_f64() * 1e3);
+                if let Ok(local) = stream.local_addr() {
+                    sources.insert(local.ip());
+                }
                 streams.push(stream);
             }
             Ok((Err(outcome), _)) => *load.outcomes.entry(outcome.name()).or_default() += 1,
@@ -154,6 +178,7 @@ pub async fn run(addr: SocketAddr, host: &str, path: &str, level: usize, timeout
         }
     }
     load.connected = streams.len();
+    load.source_addresses = sources.len();
     let request: std::sync::Arc<[u8]> =
         format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: blocklab-sweep\r\n\r\n")
             .into_bytes()
@@ -184,6 +209,32 @@ pub async fn run(addr: SocketAddr, host: &str, path: &str, level: usize, timeout
     }
     load.wall_ms = started.elapsed().as_secs_f64() * 1e3;
     load
+}
+
+/// The source address of the `i`-th connection to `target`: `None` (the
+/// kernel's choice, 127.0.0.1 for a loopback target) for the first
+/// `per_address`, then 127.0.0.2 for the next `per_address`, and so on. Every
+/// 127.x.y.z is this machine's own, and each has its own ephemeral ports.
+/// A target that is not IPv4 loopback always gets the kernel's choice.
+pub fn source(target: SocketAddr, i: usize, per_address: usize) -> Option<IpAddr> {
+    let nth = i / per_address.max(1);
+    if nth == 0 || !matches!(target.ip(), IpAddr::V4(ip) if ip.is_loopback()) {
+        return None;
+    }
+    // 127.0.0.2 … 127.255.255.254: far more than any level needs.
+    let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(127, 0, 0, 1)) + u32::try_from(nth).ok()?);
+    ip.is_loopback().then_some(IpAddr::V4(ip))
+}
+
+/// Connects to `addr`, from `from` (any free port) when given. SO_REUSEADDR
+/// lets the kernel hand out a port whose last connection is still in
+/// TIME_WAIT; it still prefers free ports.
+async fn connect(from: Option<IpAddr>, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let Some(ip) = from else { return TcpStream::connect(addr).await };
+    let socket = TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(addr).await
 }
 
 /// `GET path` on a new connection: `Ok` if any whole response comes within
@@ -274,6 +325,21 @@ mod tests {
         );
         assert_eq!(complete(b"garbage\r\n\r\n"), Some(Err(())));
         assert_eq!(complete(b"HTTP/1.1 20"), None);
+    }
+
+    #[test]
+    fn sources_take_turns_by_blocks_of_the_per_address_count() {
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        assert_eq!(source(local, 0, 3), None);
+        assert_eq!(source(local, 2, 3), None);
+        assert_eq!(source(local, 3, 3), ip("127.0.0.2"));
+        assert_eq!(source(local, 7, 3), ip("127.0.0.3"));
+        assert_eq!(source(local, 255 * 4, 4), ip("127.0.1.0"));
+        assert_eq!(source(local, 49_999, CONNECTIONS_PER_ADDRESS), ip("127.0.0.2"));
+        // Not loopback: the kernel chooses, whatever the count.
+        assert_eq!(source("10.0.0.1:80".parse().unwrap(), 7, 3), None);
+        assert_eq!(source("[::1]:80".parse().unwrap(), 7, 3), None);
     }
 
     #[test]
