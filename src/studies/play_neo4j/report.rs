@@ -77,8 +77,6 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
             let s = &r.server;
             out.serialize(CsvRow {
                 target: &t.target,
-                server_model: &results.conditions.parameters.server_model,
-                embedded_read: results.conditions.parameters.embedded_read.as_deref(),
                 database: &results.conditions.database_name,
                 test_id: t.test_id.to_string(),
                 run_id: r.run_id,
@@ -114,6 +112,14 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
                 jvm_heap_peak_mib: r.jvm.as_ref().map(|j| Fixed(j.heap_peak_mib)),
                 jvm_gc_collections: r.jvm.as_ref().map(|j| j.gc_collections),
                 jvm_gc_pause_ms: r.jvm.as_ref().map(|j| Fixed(j.gc_pause_ms)),
+                // blocklab's server model and embedded read; a peer has neither.
+                server_model: (t.target == super::results::BLOCKLAB)
+                    .then_some(results.conditions.parameters.server_model.as_str()),
+                embedded_read: if t.target == super::results::BLOCKLAB {
+                    results.conditions.parameters.embedded_read.as_deref()
+                } else {
+                    None
+                },
             })?;
         }
     }
@@ -125,8 +131,6 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
 struct CsvRow<'a> {
     target: &'a str,
     /// blocklab's server stack (`--model`); a peer's rows name it too, as the run's setting.
-    server_model: &'a str,
-    embedded_read: Option<&'a str>,
     database: &'a str,
     test_id: String,
     run_id: u32,
@@ -162,6 +166,8 @@ struct CsvRow<'a> {
     jvm_heap_peak_mib: Option<Fixed<2>>,
     jvm_gc_collections: Option<u64>,
     jvm_gc_pause_ms: Option<Fixed<1>>,
+    server_model: Option<&'a str>,
+    embedded_read: Option<&'a str>,
 }
 
 /// A figure written with `D` decimals.
