@@ -313,9 +313,11 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
     let paths =
         ["/getData?id=7", "/getDataAsync?id=7", "/getDataSpawnBlocking?id=7", "/getDataAkkaAsync?id=7"];
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    // The paths that have been answered 200: the outage starts once each has.
-    let answered = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    // Each 200, by path and when its request started: the outage starts once
+    // each path has had one, and the load stops once each has had one again.
+    let answered = Arc::new(std::sync::Mutex::new(Vec::<(&str, Instant)>::new()));
     let mut clients = Vec::new();
+    let load_started = Instant::now();
     for path in paths {
         for _ in 0..3 {
             let stop = stop.clone();
@@ -331,7 +333,7 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
                     };
                     seen.push(Seen { at: started, path, status, took: started.elapsed() });
                     if status == Some(200) {
-                        answered.lock().unwrap().insert(path);
+                        answered.lock().unwrap().push((path, started));
                     } else {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
@@ -344,7 +346,11 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
     // can take longer to answer the first reads).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let waiting = Instant::now();
-    while answered.lock().unwrap().len() < paths.len() {
+    let every_path_since = |since: Instant| {
+        let answered = answered.lock().unwrap();
+        paths.iter().all(|p| answered.iter().any(|(q, at)| q == p && *at > since))
+    };
+    while !every_path_since(load_started) {
         assert!(waiting.elapsed() < Duration::from_secs(60), "not every path answered 200 within 60 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -355,7 +361,12 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
     let restarted = tokio::task::spawn_blocking(move || OwnNeo4j::script(&["start", &port.to_string()]));
     restarted.await.unwrap();
     let back = Instant::now();
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Load goes on until every path has had a 200 again (a busy machine's
+    // cold Neo4j can take a while: bounded at 60 s), then 2 s more.
+    while !every_path_since(back) && back.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, Relaxed);
 
     let mut seen = Vec::new();
@@ -386,9 +397,10 @@ async fn survives_neo4j_dying_under_load_and_recovers_by_itself() {
         let recovered = mine.iter().filter(|s| s.at > back && s.status == Some(200)).map(|s| s.at).min();
         let recovered = recovered.unwrap_or_else(|| panic!("{path}: never recovered"));
         // A restarted Neo4j is cold (its JIT and page cache): its first reads
-        // may take longer than the timeout, so recovery gets a few of them.
+        // may take longer than the timeout, so recovery gets a generous bound
+        // (a behaviour, not a speed: it comes back without blocklab restarting).
         assert!(
-            recovered - back < Duration::from_secs(8),
+            recovered - back < Duration::from_secs(60),
             "{path}: recovered only after {:?}",
             recovered - back
         );
