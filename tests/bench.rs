@@ -103,8 +103,16 @@ fn bench_under_lean_names_the_model_and_the_read_everywhere() {
         assert!(scraped["server_requests"].as_u64().unwrap() >= 500, "lean's /metrics scraped: {test:#}");
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.starts_with("target,server_model,embedded_read,"), "{csv}");
-    assert_eq!(csv.lines().skip(1).filter(|l| l.starts_with("blocklab,lean,cypher,")).count(), 4, "{csv}");
+    assert!(
+        csv.starts_with("target,database,")
+            && csv.lines().next().unwrap().ends_with(",status,server_model,embedded_read"),
+        "{csv}"
+    );
+    assert_eq!(
+        csv.lines().skip(1).filter(|l| l.starts_with("blocklab,") && l.ends_with(",ok,lean,cypher")).count(),
+        4,
+        "{csv}"
+    );
     for file in ["results.md", "report.html"] {
         let text = std::fs::read_to_string(out.join(file)).unwrap();
         assert!(text.contains("blocklab --model lean") && text.contains("embedded read: cypher"), "{file}");

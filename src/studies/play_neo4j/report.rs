@@ -72,13 +72,15 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
 /// from [`CsvRow`], a column a field.
 pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
+    let parameters = &results.conditions.parameters;
     for t in &results.tests {
+        // The server model and the embedded read are blocklab's settings: a
+        // peer's rows leave them empty.
+        let blocklab = t.target == super::results::BLOCKLAB;
         for r in &t.runs {
             let s = &r.server;
             out.serialize(CsvRow {
                 target: &t.target,
-                server_model: &results.conditions.parameters.server_model,
-                embedded_read: results.conditions.parameters.embedded_read.as_deref(),
                 database: &results.conditions.database_name,
                 test_id: t.test_id.to_string(),
                 run_id: r.run_id,
@@ -111,6 +113,8 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
                 server_mean_ms: Fixed(s.server_mean_ms),
                 server_p99_ms: Fixed(s.server_p99_ms),
                 status: t.status.to_string(),
+                server_model: blocklab.then_some(parameters.server_model.as_str()),
+                embedded_read: parameters.embedded_read.as_deref().filter(|_| blocklab),
             })?;
         }
     }
@@ -121,9 +125,6 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
 #[derive(serde::Serialize)]
 struct CsvRow<'a> {
     target: &'a str,
-    /// blocklab's server stack (`--model`); a peer's rows name it too, as the run's setting.
-    server_model: &'a str,
-    embedded_read: Option<&'a str>,
     database: &'a str,
     test_id: String,
     run_id: u32,
@@ -156,6 +157,10 @@ struct CsvRow<'a> {
     server_mean_ms: Fixed<3>,
     server_p99_ms: Fixed<3>,
     status: String,
+    /// blocklab's server stack (`--model`); empty on a peer's rows.
+    server_model: Option<&'a str>,
+    /// How blocklab read the embedded database; empty for a networked one and on a peer's rows.
+    embedded_read: Option<&'a str>,
 }
 
 /// A figure written with `D` decimals.
