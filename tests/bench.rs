@@ -104,7 +104,11 @@ fn bench_under_lean_names_the_model_and_the_read_everywhere() {
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     // The model and the read are the last two columns (the earlier ones kept their places).
-    assert!(csv.lines().next().unwrap().ends_with(",server_model,embedded_read"), "{csv}");
+    assert!(
+        csv.starts_with("target,database,")
+            && csv.lines().next().unwrap().ends_with(",server_model,embedded_read"),
+        "{csv}"
+    );
     assert_eq!(
         csv.lines().skip(1).filter(|l| l.starts_with("blocklab,") && l.ends_with(",lean,cypher")).count(),
         4,

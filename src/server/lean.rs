@@ -259,7 +259,7 @@ async fn connection(
                 Input::Closed => break,
                 Input::Malformed(status, message) => {
                     let timer = metrics.start(Endpoint::Other);
-                    let _ = send_error(&mut stream, status, &message, Reply::CLOSE).await;
+                    let _ = Box::pin(send_error(&mut stream, status, &message, Reply::CLOSE)).await;
                     timer.finish(status);
                     break;
                 }
@@ -273,26 +273,11 @@ async fn connection(
                 reply.keep_alive &= !*stopped.borrow();
                 (200, send(&mut stream, &shared.json, delay::BODY.as_bytes(), reply).await)
             }
-            Action::Metrics => {
-                let text = shared.state.render_metrics();
-                let head = prelude(200, "text/plain; version=0.0.4; charset=utf-8", "");
-                (200, send(&mut stream, &head, text.as_bytes(), reply).await)
-            }
-            Action::Data(endpoint, id) => {
-                // Boxed: the read's future is the largest of any request's, and
-                // inline it would size every connection's task, /delay's too.
-                // A read that panics answers 500; the connection carries on.
-                let state = shared.state.clone();
-                let read = Box::pin(async move { data::read(&state, endpoint, id).await });
-                match AssertUnwindSafe(read).catch_unwind().await {
-                    Ok(Ok(content)) => (200, send_json(&mut stream, &shared.json, &content, reply).await),
-                    Ok(Err(e)) => answer_error(&mut stream, &e, reply).await,
-                    Err(_) => answer_error(&mut stream, &AppError::Panicked, reply).await,
-                }
-            }
-            Action::Refuse(status, ref message) => {
-                (status, send_error(&mut stream, status, message, reply).await)
-            }
+            // Boxed, every other answer: their futures (a database read, the
+            // metrics text, an error body) are larger than a /delay's, and
+            // inline they would size every connection's task (its memory while
+            // it waits), not only theirs.
+            action => Box::pin(answer(&mut stream, &shared, action, reply)).await,
         };
         if sent.is_err() {
             // The client went away; the request counts as cancelled.
@@ -306,6 +291,39 @@ async fn connection(
     }
     let _ = stream.shutdown().await;
     drop(ticket);
+}
+
+/// Answers a request for `/metrics`, a data endpoint or an error (whose
+/// future the caller boxes).
+async fn answer(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    action: Action,
+    reply: Reply,
+) -> (u16, std::io::Result<()>) {
+    match action {
+        Action::Metrics => {
+            let text = shared.state.render_metrics();
+            let head = prelude(200, "text/plain; version=0.0.4; charset=utf-8", "");
+            (200, send(stream, &head, text.as_bytes(), reply).await)
+        }
+        Action::Data(endpoint, id) => {
+            // A read that panics answers 500; the connection carries on.
+            let read = data::read(&shared.state, endpoint, id);
+            match AssertUnwindSafe(read).catch_unwind().await {
+                Ok(Ok(content)) => (200, send_json(stream, &shared.json, &content, reply).await),
+                Ok(Err(e)) => answer_error(stream, &e, reply).await,
+                Err(_) => answer_error(stream, &AppError::Panicked, reply).await,
+            }
+        }
+        Action::Refuse(status, message) => (status, send_error(stream, status, &message, reply).await),
+        // Answered in the connection's task; here for completeness only.
+        Action::Test => (200, send(stream, &shared.test, b"works", reply).await),
+        Action::Delay(wait) => {
+            tokio::time::sleep(wait).await;
+            (200, send(stream, &shared.json, delay::BODY.as_bytes(), reply).await)
+        }
+    }
 }
 
 /// How a response ends the exchange: whether the connection stays open, and
@@ -359,9 +377,11 @@ async fn next_request(
                 _ = stopped.wait_for(|stop| *stop) => return Input::Closed,
             }
         } else {
+            // A head in pieces: rare, so its timer is boxed rather than
+            // sized into every connection's task.
             let deadline = *started.get_or_insert_with(Instant::now) + head_timeout;
             let read = std::future::poll_fn(|cx| read_into(stream, cx, pending, nodes));
-            match tokio::time::timeout_at(deadline.into(), read).await {
+            match Box::pin(tokio::time::timeout_at(deadline.into(), read)).await {
                 Ok(step) => step,
                 Err(_) => {
                     return Input::Malformed(408, "the request head did not arrive in time".to_string());

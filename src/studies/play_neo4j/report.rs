@@ -72,7 +72,11 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
 /// from [`CsvRow`], a column a field.
 pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
+    let parameters = &results.conditions.parameters;
     for t in &results.tests {
+        // The server model and the embedded read are blocklab's settings: a
+        // peer's rows leave them empty.
+        let blocklab = t.target == super::results::BLOCKLAB;
         for r in &t.runs {
             let s = &r.server;
             out.serialize(CsvRow {
@@ -112,14 +116,8 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
                 jvm_heap_peak_mib: r.jvm.as_ref().map(|j| Fixed(j.heap_peak_mib)),
                 jvm_gc_collections: r.jvm.as_ref().map(|j| j.gc_collections),
                 jvm_gc_pause_ms: r.jvm.as_ref().map(|j| Fixed(j.gc_pause_ms)),
-                // blocklab's server model and embedded read; a peer has neither.
-                server_model: (t.target == super::results::BLOCKLAB)
-                    .then_some(results.conditions.parameters.server_model.as_str()),
-                embedded_read: if t.target == super::results::BLOCKLAB {
-                    results.conditions.parameters.embedded_read.as_deref()
-                } else {
-                    None
-                },
+                server_model: blocklab.then_some(parameters.server_model.as_str()),
+                embedded_read: parameters.embedded_read.as_deref().filter(|_| blocklab),
             })?;
         }
     }
@@ -130,7 +128,6 @@ pub fn csv(results: &BenchResults) -> anyhow::Result<String> {
 #[derive(serde::Serialize)]
 struct CsvRow<'a> {
     target: &'a str,
-    /// blocklab's server stack (`--model`); a peer's rows name it too, as the run's setting.
     database: &'a str,
     test_id: String,
     run_id: u32,
@@ -163,10 +160,13 @@ struct CsvRow<'a> {
     server_mean_ms: Fixed<3>,
     server_p99_ms: Fixed<3>,
     status: String,
+    /// A JVM peer's heap peak and collections; empty on blocklab's rows.
     jvm_heap_peak_mib: Option<Fixed<2>>,
     jvm_gc_collections: Option<u64>,
     jvm_gc_pause_ms: Option<Fixed<1>>,
+    /// blocklab's server stack (`--model`); empty on a peer's rows.
     server_model: Option<&'a str>,
+    /// How blocklab read the embedded database; empty for a networked one and on a peer's rows.
     embedded_read: Option<&'a str>,
 }
 
