@@ -80,7 +80,11 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
             )),
         },
         keep_alive: first.keep_alive,
-        rate: runs.iter().map(|(_, r)| r.schedule.as_ref().map(|s| s.target_rate)).sum(),
+        rate: runs
+            .iter()
+            .map(|(_, r)| r.schedule.as_ref().map(|s| s.target_rate))
+            .sum::<Option<f64>>()
+            .map(super::plan::RateSchedule::constant),
         timeout: Duration::from_secs_f64(first.timeout_s),
         threads,
         pipeline: first.pipeline,

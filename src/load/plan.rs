@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use hyper::header::{HeaderName, HeaderValue};
 
+pub use super::schedule::RateSchedule;
+
 /// Where the load goes.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -121,8 +123,8 @@ pub struct LoadPlan {
     pub stop: Stop,
     /// Reuse connections (`-k`); otherwise one connection per request.
     pub keep_alive: bool,
-    /// Open loop: total requests per second, on a fixed schedule.
-    pub rate: Option<f64>,
+    /// Open loop: total requests per second, constant or in stages.
+    pub rate: Option<RateSchedule>,
     /// Limit for connecting, and for each request from send to last body byte.
     pub timeout: Duration,
     /// Engine threads (at most `connections`).
@@ -184,10 +186,14 @@ impl LoadPlan {
         {
             return Err("-z must be more than zero".to_string());
         }
-        if let Some(rate) = self.rate
-            && !(rate.is_finite() && rate > 0.0)
+        if let Some(rate) = &self.rate
+            && rate.stages.is_empty()
+            && !(rate.start.is_finite() && rate.start > 0.0)
         {
-            return Err(format!("--rate must be a positive number of requests per second, got {rate}"));
+            return Err(format!(
+                "--rate must be a positive number of requests per second, got {}",
+                rate.start
+            ));
         }
         if self.timeout.is_zero() {
             return Err("--timeout must be more than zero".to_string());
@@ -252,9 +258,9 @@ mod tests {
         assert!(plan(10, Stop::Requests(10)).validate().is_ok());
         assert!(plan(1, Stop::Duration(Duration::ZERO)).validate().is_err());
         let mut p = plan(1, Stop::Requests(1));
-        p.rate = Some(0.0);
+        p.rate = Some(RateSchedule::constant(0.0));
         assert!(p.validate().is_err());
-        p.rate = Some(-5.0);
+        p.rate = Some(RateSchedule::constant(-5.0));
         assert!(p.validate().is_err());
     }
 }

@@ -107,8 +107,12 @@ impl LatencySummary {
 /// Open-loop schedule keeping.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Schedule {
-    /// Requests per second asked for.
+    /// Requests per second asked for (the mean over the stages, with stages).
     pub target_rate: f64,
+    /// `--rate` in stages: the start rate, then each stage's rate at its end
+    /// and its length; empty for a constant rate.
+    #[serde(default)]
+    pub stages: Vec<StageReport>,
     /// Requests that ended per second.
     pub achieved_rate: f64,
     /// Requests due before the deadline that were never sent.
@@ -117,6 +121,15 @@ pub struct Schedule {
     pub late_sends: u64,
     /// Largest delay of a send behind its due time (ms).
     pub max_send_lag_ms: f64,
+}
+
+/// A point of `--rate` in stages: the rate reached `at_s` seconds into the run.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct StageReport {
+    /// Seconds since the start.
+    pub at_s: f64,
+    /// Requests per second then.
+    pub rate: f64,
 }
 
 /// The JSON document `--json FILE` writes (see `schema/load-result.json`).
@@ -291,8 +304,9 @@ impl LoadReport {
             connect_ms: LatencySummary::of(&s.connect),
             bytes_head: s.head_bytes,
             bytes_body: s.body_bytes,
-            schedule: plan.rate.map(|target_rate| Schedule {
-                target_rate,
+            schedule: plan.rate.as_ref().map(|rate| Schedule {
+                target_rate: rate.mean(),
+                stages: stage_points(rate),
                 achieved_rate: result.achieved_rate(),
                 backlog: s.backlog,
                 late_sends: s.late_sends,
@@ -308,6 +322,19 @@ impl LoadReport {
             timeline: result.timeline.clone(),
         }
     }
+}
+
+fn stage_points(rate: &super::plan::RateSchedule) -> Vec<StageReport> {
+    if rate.stages.is_empty() {
+        return Vec::new();
+    }
+    let mut at = 0.0;
+    let mut points = vec![StageReport { at_s: 0.0, rate: rate.start }];
+    for stage in &rate.stages {
+        at += stage.duration.as_secs_f64();
+        points.push(StageReport { at_s: at, rate: stage.target });
+    }
+    points
 }
 
 /// The ab-style text summary.
@@ -395,7 +422,18 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
 
     if let Some(schedule) = &report.schedule {
         let _ = writeln!(w);
-        let _ = writeln!(w, "Target rate:            {:.2} [#/sec]", schedule.target_rate);
+        if schedule.stages.is_empty() {
+            let _ = writeln!(w, "Target rate:            {:.2} [#/sec]", schedule.target_rate);
+        } else {
+            let points: Vec<String> =
+                schedule.stages.iter().map(|p| format!("{:.0}/s at {:.0} s", p.rate, p.at_s)).collect();
+            let _ = writeln!(
+                w,
+                "Target rate:            {:.2} [#/sec] (mean; stages, linear between: {})",
+                schedule.target_rate,
+                points.join(" → ")
+            );
+        }
         let _ = writeln!(w, "Achieved rate:          {:.2} [#/sec]", schedule.achieved_rate);
         let kept = schedule.backlog == 0 && schedule.achieved_rate >= 0.95 * schedule.target_rate;
         if kept {
