@@ -171,8 +171,8 @@ fn a_rate_ramp_sends_what_its_stages_say_and_corrects_a_stall_within_it() {
     // 0 → 400/s over 4 s: 50, 150, 250, 350 requests due in the four seconds, 800 in all.
     let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(1), Some(200))));
     let ramp = run(&["-k", "-c", "4", "--rate", "400:4s", &server.url("/")]);
-    // The stages' area, exactly (the last ones may still be in flight when the stages end).
-    assert_eq!(ramp.stats.sent, 800);
+    // The stages' area, exactly: sent, or due but never sent (a connection still busy at the end).
+    assert_eq!(ramp.stats.sent + ramp.stats.backlog, 800);
     assert!(ramp.stats.completed >= 790, "{} completed", ramp.stats.completed);
     let per_second: Vec<u64> = ramp.timeline.iter().take(4).map(|s| s.requests).collect();
     for (got, due) in per_second.iter().zip([50, 150, 250, 350]) {
@@ -211,4 +211,20 @@ fn rate_stages_are_checked() {
     assert!(bad(&["--rate", "0:5s", "http://127.0.0.1:1/"]).contains("nothing would be sent"));
     let staged = plan(&["--rate", "50,2000:30s,0:10s", "http://127.0.0.1:1/"]);
     assert_eq!(staged.stop, load::Stop::Duration(Duration::from_secs(40)));
+}
+
+#[test]
+fn connections_in_stages_open_and_close_with_the_ramp() {
+    // 0 → 4 connections over 2 s, 4 for 1 s, down to 0 over 1 s; each request takes ~5 ms.
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(5), Some(200))));
+    let r = run(&["-k", "--connections", "4:2s,4:1s,0:1s", &server.url("/")]);
+    let open: Vec<u64> = r.timeline.iter().map(|s| s.connections).collect();
+    let done: Vec<u64> = r.timeline.iter().map(|s| s.requests).collect();
+    // At 1 s the level is 2; at 2 s and 3 s it is 4.
+    assert!((1..=3).contains(&open[0]), "connections open at each second's end {open:?}");
+    assert_eq!((open[1], open[2]), (4, 4), "connections open at each second's end {open:?}");
+    // Fewer connections, fewer requests: the first second (0 → 2) against the third (4).
+    assert!(done[0] * 2 < done[2], "requests per second {done:?}");
+    assert_eq!(r.stats.connections_opened, 4, "each connection opened once, kept alive while in the level");
+    assert_eq!(plan(&["--connections", "4:2s,4:1s,0:1s", "http://127.0.0.1:1/"]).connections, 4);
 }

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::header::{HeaderName, HeaderValue};
 
-use super::plan::{Progress, RateSchedule};
+use super::plan::{ConnectionStages, Progress, RateSchedule};
 use super::report::LoadReport;
 use super::{LoadPlan, Stop};
 use super::{compare, thresholds};
@@ -24,6 +24,7 @@ Examples:
   blocklab load -k -c 50 -z 30s http://127.0.0.1:9000/getDataAsync
   blocklab load -k -c 20 -z 10s --rate 2000 http://127.0.0.1:9000/getData
   blocklab load -k -c 50 --rate 100:10s,2000:30s,2000:60s,0:10s http://127.0.0.1:9000/getData
+  blocklab load -k --connections 10:10s,500:30s,0:10s http://127.0.0.1:9000/getDataAsync
   blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
   blocklab load -k -c 100 -z 10s --pipeline 16 http://127.0.0.1:9000/test
   blocklab load -k -z 60s --json a.json --hdr-log a.hlog http://127.0.0.1:9000/test
@@ -59,6 +60,13 @@ pub struct LoadArgs {
     #[arg(short = 'c', long = "concurrency", default_value_t = 200,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     pub concurrency: u32,
+
+    /// Closed loop, connections in stages: --connections 10:10s,200:30s,0:10s ramps the
+    /// number of open connections linearly from 0 (or a leading START) to each N over its
+    /// DURATION; the stages set the run's length.
+    #[arg(long = "connections", value_name = "[START,]N:DUR,...", conflicts_with = "concurrency",
+          value_parser = ConnectionStages::parse)]
+    pub connection_stages: Option<ConnectionStages>,
 
     /// Total requests [default: 100000 unless -z is given].
     #[arg(short = 'n', long = "requests", conflicts_with = "duration",
@@ -147,7 +155,11 @@ pub struct LoadArgs {
 impl LoadArgs {
     /// The validated plan.
     pub fn plan(&self) -> Result<LoadPlan, String> {
-        let staged = self.rate.as_ref().and_then(RateSchedule::total);
+        let staged = self
+            .rate
+            .as_ref()
+            .and_then(RateSchedule::total)
+            .or(self.connection_stages.as_ref().map(ConnectionStages::total));
         let stop = match (self.requests, self.duration, staged) {
             (None, None, Some(total)) => Stop::Duration(total),
             (_, _, Some(_)) => {
@@ -158,7 +170,15 @@ impl LoadArgs {
             (None, None, None) => Stop::Requests(100_000),
         };
         let url = self.url.as_deref().ok_or("a URL to load is needed")?;
-        let mut plan = LoadPlan::new(url, self.concurrency as usize, stop)?;
+        let connections = match &self.connection_stages {
+            Some(stages) if stages.max() == 0 => {
+                return Err("--connections: every stage has 0 connections".to_string());
+            }
+            Some(stages) => stages.max(),
+            None => self.concurrency as usize,
+        };
+        let mut plan = LoadPlan::new(url, connections, stop)?;
+        plan.connection_stages = self.connection_stages.clone();
         plan.keep_alive = self.keep_alive;
         plan.rate = self.rate.clone();
         plan.timeout = self.timeout;

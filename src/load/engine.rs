@@ -174,6 +174,22 @@ async fn connection_loop(
     let one = wire.len() / plan.pipeline;
     loop {
         // How many requests go out now (more than one only when pipelining) and when they are due.
+        // Connections in stages: out of the current level, close and wait until back in it.
+        if let Some(stages) = &plan.connection_stages
+            && !stages.is_open(c, now - t0)
+        {
+            if connection.take().is_some() {
+                stats.borrow_mut().disconnected();
+            }
+            match stages.opens_at(c, now - t0) {
+                Some(at) if deadline.is_none_or(|d| t0 + at < d) => {
+                    tokio::time::sleep_until(t0 + at).await;
+                    now = Instant::now();
+                    continue;
+                }
+                _ => break,
+            }
+        }
         let (batch, due) = match &plan.rate {
             None => {
                 let batch = match plan.stop {

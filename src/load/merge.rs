@@ -73,6 +73,7 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         body: None,
         content_type: None,
         connections: runs.iter().map(|(_, r)| r.connections).sum(),
+        connection_stages: None,
         stop: match runs.iter().map(|(_, r)| r.requests_planned).sum::<Option<u64>>() {
             Some(n) => Stop::Requests(n),
             None => Stop::Duration(Duration::from_secs_f64(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hyper::header::{HeaderName, HeaderValue};
 
-pub use super::schedule::RateSchedule;
+pub use super::schedule::{ConnectionStages, RateSchedule};
 
 /// Where the load goes.
 #[derive(Debug, Clone)]
@@ -125,6 +125,8 @@ pub struct LoadPlan {
     pub keep_alive: bool,
     /// Open loop: total requests per second, constant or in stages.
     pub rate: Option<RateSchedule>,
+    /// Closed loop: the connection count in stages (`connections` is their most).
+    pub connection_stages: Option<ConnectionStages>,
     /// Limit for connecting, and for each request from send to last body byte.
     pub timeout: Duration,
     /// Engine threads (at most `connections`).
@@ -161,6 +163,7 @@ impl LoadPlan {
             stop,
             keep_alive: true,
             rate: None,
+            connection_stages: None,
             timeout: Duration::from_secs(30),
             threads: 1,
             pipeline: 1,
@@ -211,6 +214,12 @@ impl LoadPlan {
             name == hyper::header::CONTENT_LENGTH || name == hyper::header::TRANSFER_ENCODING
         }) {
             return Err(format!("-H {name}: the body (-d, --body-file) decides how the request is framed"));
+        }
+        if self.connection_stages.is_some() && self.rate.is_some() {
+            return Err(
+                "--connections in stages is for the closed loop: with --rate, the rate sets the load"
+                    .to_string(),
+            );
         }
         if self.pipeline > 1 && !self.keep_alive {
             return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());

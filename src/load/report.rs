@@ -123,6 +123,15 @@ pub struct Schedule {
     pub max_send_lag_ms: f64,
 }
 
+/// A point of `--connections` in stages: the count reached `at_s` seconds into the run.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ConnectionPoint {
+    /// Seconds since the start.
+    pub at_s: f64,
+    /// Connections then.
+    pub connections: f64,
+}
+
 /// A point of `--rate` in stages: the rate reached `at_s` seconds into the run.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct StageReport {
@@ -203,6 +212,10 @@ pub struct LoadReport {
     pub server: Option<String>,
     /// Body bytes of the first 2xx/3xx response.
     pub document_length: Option<u64>,
+    /// `--connections` in stages: the points the connection count ramps
+    /// linearly between (the start, then each stage's end); null otherwise.
+    #[serde(default)]
+    pub connection_stages: Option<Vec<ConnectionPoint>>,
     /// The histograms themselves, so that runs merge losslessly
     /// (`blocklab load merge`).
     pub histograms: EncodedHistograms,
@@ -320,6 +333,13 @@ impl LoadReport {
                 connect: encode_histogram(&s.connect),
             },
             timeline: result.timeline.clone(),
+            connection_stages: plan.connection_stages.as_ref().map(|stages| {
+                stages
+                    .points()
+                    .into_iter()
+                    .map(|(at_s, connections)| ConnectionPoint { at_s, connections })
+                    .collect()
+            }),
         }
     }
 }
@@ -371,6 +391,15 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
         }
     }
     let _ = writeln!(w, "Concurrency Level:      {}", plan.connections);
+    if let Some(stages) = &report.connection_stages {
+        let points: Vec<String> =
+            stages.iter().map(|p| format!("{:.0} at {:.0} s", p.connections, p.at_s)).collect();
+        let _ = writeln!(
+            w,
+            "Connection stages:      {} (linear between; the most is the level above)",
+            points.join(" → ")
+        );
+    }
     let _ = writeln!(w, "Time taken for tests:   {secs:.3} seconds");
     let _ = writeln!(w, "Complete requests:      {}", s.completed);
     let _ = writeln!(w, "Failed requests:        {}", s.error_total());

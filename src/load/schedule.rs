@@ -31,7 +31,7 @@ impl RateSchedule {
     pub fn parse(text: &str) -> Result<RateSchedule, String> {
         let rate = |s: &str| match s.trim().parse::<f64>() {
             Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
-            _ => Err(format!("'{s}' is not a rate (requests per second, 0 or more)")),
+            _ => Err(format!("'{s}' is not a number of 0 or more")),
         };
         let items: Vec<&str> = text.split(',').map(str::trim).collect();
         if items.len() == 1 && !items[0].contains(':') {
@@ -130,9 +130,105 @@ impl RateSchedule {
     }
 }
 
+/// `--connections [START,]N:DUR,...`: the closed loop's connection count in
+/// stages, ramping linearly from one point to the next as `--rate`'s stages
+/// do. Connection *c* (0, 1, 2, …) is open while the level is above *c*.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionStages(RateSchedule);
+
+impl ConnectionStages {
+    /// Parses the stages (a single number is `-c`'s job).
+    pub fn parse(text: &str) -> Result<ConnectionStages, String> {
+        let shape = RateSchedule::parse(text)?;
+        if shape.stages.is_empty() {
+            return Err("give stages, N:DURATION,... (a fixed number of connections is -c N)".to_string());
+        }
+        Ok(ConnectionStages(shape))
+    }
+
+    /// How long the stages last.
+    pub fn total(&self) -> Duration {
+        self.0.total().expect("stages")
+    }
+
+    /// The most connections any point asks for.
+    pub fn max(&self) -> usize {
+        let top = self.0.stages.iter().map(|s| s.target).fold(self.0.start, f64::max);
+        top.ceil() as usize
+    }
+
+    /// The level `t` after the start (connections, not rounded).
+    pub fn level_at(&self, t: Duration) -> f64 {
+        let (mut from, mut at, t) = (self.0.start, 0.0, t.as_secs_f64());
+        for stage in &self.0.stages {
+            let d = stage.duration.as_secs_f64();
+            if t < at + d {
+                return from + (stage.target - from) * (t - at) / d;
+            }
+            at += d;
+            from = stage.target;
+        }
+        from
+    }
+
+    /// Whether connection `c` is open `t` after the start.
+    pub fn is_open(&self, c: usize, t: Duration) -> bool {
+        (c as f64) < self.level_at(t)
+    }
+
+    /// The first time at or after `t` when connection `c` is open; `None`
+    /// when it never is again before the stages end.
+    pub fn opens_at(&self, c: usize, t: Duration) -> Option<Duration> {
+        if self.is_open(c, t) {
+            return Some(t);
+        }
+        let (c, now) = (c as f64, t.as_secs_f64());
+        let (mut from, mut at) = (self.0.start, 0.0);
+        for stage in &self.0.stages {
+            let d = stage.duration.as_secs_f64();
+            let end = at + d;
+            if end > now && stage.target > c {
+                // The ramp crosses c within this stage (a hair after, so that it is above it).
+                let cross = if from > c { at } else { at + (c - from) / (stage.target - from) * d };
+                return Some(Duration::from_secs_f64(cross.max(now) + 1e-6));
+            }
+            at = end;
+            from = stage.target;
+        }
+        None
+    }
+
+    /// The points (seconds since the start, connections), for reports.
+    pub fn points(&self) -> Vec<(f64, f64)> {
+        let mut at = 0.0;
+        let mut points = vec![(0.0, self.0.start)];
+        for stage in &self.0.stages {
+            at += stage.duration.as_secs_f64();
+            points.push((at, stage.target));
+        }
+        points
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_open_and_close_with_their_stages() {
+        // 0 → 4 over 2 s, 4 for 1 s, down to 0 over 2 s.
+        let s = ConnectionStages::parse("4:2s,4:1s,0:2s").unwrap();
+        assert_eq!((s.max(), s.total()), (4, Duration::from_secs(5)));
+        assert!(!s.is_open(0, Duration::ZERO));
+        assert!(s.is_open(0, Duration::from_millis(600)) && !s.is_open(1, Duration::from_millis(400)));
+        assert!(s.is_open(3, Duration::from_millis(2500)));
+        // Connection 2 opens when 2 t = 2 (t = 1 s) and closes when 4 - 2 (t - 3) = 2 (t = 4 s).
+        let opens = s.opens_at(2, Duration::ZERO).unwrap().as_secs_f64();
+        assert!((opens - 1.0).abs() < 1e-3, "{opens}");
+        assert!(s.is_open(2, Duration::from_millis(3900)) && !s.is_open(2, Duration::from_millis(4100)));
+        assert_eq!(s.opens_at(2, Duration::from_millis(4100)), None);
+        assert!(ConnectionStages::parse("10").is_err());
+    }
 
     fn secs(d: Option<Duration>) -> f64 {
         d.unwrap().as_secs_f64()
