@@ -165,3 +165,66 @@ fn duration_runs_count_requests_open_at_the_deadline() {
     assert_eq!(result.stats.sent, 5);
     assert_eq!(result.stats.completed + result.stats.error_total(), 0);
 }
+
+#[test]
+fn a_rate_ramp_sends_what_its_stages_say_and_corrects_a_stall_within_it() {
+    // 0 → 400/s over 4 s: 50, 150, 250, 350 requests due in the four seconds, 800 in all.
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(1), Some(200))));
+    let ramp = run(&["-k", "-c", "4", "--rate", "400:4s", &server.url("/")]);
+    // The stages' area, exactly: sent, or due but never sent (a connection still busy at the end).
+    assert_eq!(ramp.stats.sent + ramp.stats.backlog, 800);
+    assert!(ramp.stats.completed >= 790, "{} completed", ramp.stats.completed);
+    let per_second: Vec<u64> = ramp.timeline.iter().take(4).map(|s| s.requests).collect();
+    for (got, due) in per_second.iter().zip([50, 150, 250, 350]) {
+        assert!(got.abs_diff(due) <= due / 4 + 10, "per second {per_second:?}, due 50/150/250/350");
+    }
+    // Nothing stalled: the due times are the ramp's, so the correction adds no lag of its own.
+    let corrected = p(&ramp, |r| r.stats.corrected.as_ref().unwrap(), 0.99);
+    assert!(corrected < Duration::from_millis(60), "corrected p99 {corrected:?} without a stall");
+
+    // The server freezes for the first 500 ms of every second, within a ramp 100 → 400/s.
+    let server = TestServer::start(behaviour(|_, since| {
+        let phase = Duration::from_nanos((since.as_nanos() % 1_000_000_000) as u64);
+        (Duration::from_millis(500).saturating_sub(phase), Some(200))
+    }));
+    let stalled = run(&["-k", "-c", "2", "--rate", "100,400:3s", &server.url("/")]);
+    let corrected = p(&stalled, |r| r.stats.corrected.as_ref().unwrap(), 0.99);
+    let measured = p(&stalled, |r| &r.stats.latency, 0.99);
+    assert!(corrected >= Duration::from_millis(250), "corrected p99 {corrected:?}");
+    assert!(corrected > measured * 3, "corrected p99 {corrected:?} vs measured {measured:?}");
+}
+
+#[test]
+fn rate_stages_are_checked() {
+    let bad = |args: &[&str]| {
+        let argv = ["blocklab", "load"].iter().chain(args);
+        match Cli::try_parse_from(argv) {
+            Err(e) => e.to_string(),
+            Ok(cli) => match cli.command {
+                Command::Load(l) => l.plan().unwrap_err(),
+                _ => unreachable!(),
+            },
+        }
+    };
+    assert!(bad(&["--rate", "100:10s", "-z", "5s", "http://127.0.0.1:1/"]).contains("leave out -n and -z"));
+    assert!(bad(&["--rate", "100:soon", "http://127.0.0.1:1/"]).contains("not a duration"));
+    assert!(bad(&["--rate", "0:5s", "http://127.0.0.1:1/"]).contains("nothing would be sent"));
+    let staged = plan(&["--rate", "50,2000:30s,0:10s", "http://127.0.0.1:1/"]);
+    assert_eq!(staged.stop, load::Stop::Duration(Duration::from_secs(40)));
+}
+
+#[test]
+fn connections_in_stages_open_and_close_with_the_ramp() {
+    // 0 → 4 connections over 2 s, 4 for 1 s, down to 0 over 1 s; each request takes ~5 ms.
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(5), Some(200))));
+    let r = run(&["-k", "--connections", "4:2s,4:1s,0:1s", &server.url("/")]);
+    let open: Vec<u64> = r.timeline.iter().map(|s| s.connections).collect();
+    let done: Vec<u64> = r.timeline.iter().map(|s| s.requests).collect();
+    // At 1 s the level is 2; at 2 s and 3 s it is 4.
+    assert!((1..=3).contains(&open[0]), "connections open at each second's end {open:?}");
+    assert_eq!((open[1], open[2]), (4, 4), "connections open at each second's end {open:?}");
+    // Fewer connections, fewer requests: the first second (0 → 2) against the third (4).
+    assert!(done[0] * 2 < done[2], "requests per second {done:?}");
+    assert_eq!(r.stats.connections_opened, 4, "each connection opened once, kept alive while in the level");
+    assert_eq!(plan(&["--connections", "4:2s,4:1s,0:1s", "http://127.0.0.1:1/"]).connections, 4);
+}

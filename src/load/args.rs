@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::header::{HeaderName, HeaderValue};
 
-use super::plan::Progress;
+use super::plan::{ConnectionStages, Progress, RateSchedule};
 use super::report::LoadReport;
 use super::{LoadPlan, Stop};
 use super::{compare, thresholds};
@@ -23,6 +23,8 @@ Examples:
   blocklab load -k -c 200 -n 100000 http://localhost:9000/test     (the seed study's ab run)
   blocklab load -k -c 50 -z 30s http://127.0.0.1:9000/getDataAsync
   blocklab load -k -c 20 -z 10s --rate 2000 http://127.0.0.1:9000/getData
+  blocklab load -k -c 50 --rate 100:10s,2000:30s,2000:60s,0:10s http://127.0.0.1:9000/getData
+  blocklab load -k --connections 10:10s,500:30s,0:10s http://127.0.0.1:9000/getDataAsync
   blocklab load -k -n 10000 --json result.json --quiet http://127.0.0.1:9000/test
   blocklab load -k -c 100 -z 10s --pipeline 16 http://127.0.0.1:9000/test
   blocklab load -k -z 60s --json a.json --hdr-log a.hlog http://127.0.0.1:9000/test
@@ -59,6 +61,13 @@ pub struct LoadArgs {
           value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "N")]
     pub concurrency: u32,
 
+    /// Closed loop, connections in stages: --connections 10:10s,200:30s,0:10s ramps the
+    /// number of open connections linearly from 0 (or a leading START) to each N over its
+    /// DURATION; the stages set the run's length.
+    #[arg(long = "connections", value_name = "[START,]N:DUR,...", conflicts_with = "concurrency",
+          value_parser = ConnectionStages::parse)]
+    pub connection_stages: Option<ConnectionStages>,
+
     /// Total requests [default: 100000 unless -z is given].
     #[arg(short = 'n', long = "requests", conflicts_with = "duration",
           value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
@@ -72,9 +81,12 @@ pub struct LoadArgs {
     #[arg(short = 'k', long = "keep-alive")]
     pub keep_alive: bool,
 
-    /// Open loop: total requests per second, on a fixed schedule.
-    #[arg(long, value_parser = parse_rate, value_name = "R", allow_negative_numbers = true)]
-    pub rate: Option<f64>,
+    /// Open loop: total requests per second, on a fixed schedule. In stages, as k6's
+    /// ramping arrival rate: --rate 100:10s,2000:30s,2000:60s,0:10s ramps linearly from 0
+    /// (or from a leading START: --rate 50,2000:30s) to each RATE over its DURATION; the
+    /// stages set the run's length.
+    #[arg(long, value_parser = RateSchedule::parse, value_name = "R | [START,]RATE:DUR,...", allow_negative_numbers = true)]
+    pub rate: Option<RateSchedule>,
 
     /// Limit to connect, and to get a whole response after sending.
     #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
@@ -143,15 +155,32 @@ pub struct LoadArgs {
 impl LoadArgs {
     /// The validated plan.
     pub fn plan(&self) -> Result<LoadPlan, String> {
-        let stop = match (self.requests, self.duration) {
-            (_, Some(d)) => Stop::Duration(d),
-            (Some(n), None) => Stop::Requests(n),
-            (None, None) => Stop::Requests(100_000),
+        let staged = self
+            .rate
+            .as_ref()
+            .and_then(RateSchedule::total)
+            .or(self.connection_stages.as_ref().map(ConnectionStages::total));
+        let stop = match (self.requests, self.duration, staged) {
+            (None, None, Some(total)) => Stop::Duration(total),
+            (_, _, Some(_)) => {
+                return Err("--rate in stages sets the run's length: leave out -n and -z".to_string());
+            }
+            (_, Some(d), None) => Stop::Duration(d),
+            (Some(n), None, None) => Stop::Requests(n),
+            (None, None, None) => Stop::Requests(100_000),
         };
         let url = self.url.as_deref().ok_or("a URL to load is needed")?;
-        let mut plan = LoadPlan::new(url, self.concurrency as usize, stop)?;
+        let connections = match &self.connection_stages {
+            Some(stages) if stages.max() == 0 => {
+                return Err("--connections: every stage has 0 connections".to_string());
+            }
+            Some(stages) => stages.max(),
+            None => self.concurrency as usize,
+        };
+        let mut plan = LoadPlan::new(url, connections, stop)?;
+        plan.connection_stages = self.connection_stages.clone();
         plan.keep_alive = self.keep_alive;
-        plan.rate = self.rate;
+        plan.rate = self.rate.clone();
         plan.timeout = self.timeout;
         plan.threads = self.threads.map_or_else(available_cores, usize::from);
         plan.pipeline = usize::from(self.pipeline);
@@ -245,14 +274,6 @@ pub struct MergeArgs {
     /// Also write the merged result as JSON (schema/load-result.json) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
-}
-
-fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        Ok(_) => Err("must be a positive number of requests per second".to_string()),
-        Err(_) => Err("not a number".to_string()),
-    }
 }
 
 fn read_report(path: &std::path::Path) -> Result<LoadReport, Failure> {

@@ -104,6 +104,8 @@ fn engine_thread(
     let runtime = runtime.context("starting an engine runtime")?;
     let t0 = *t0.get().expect("set by the barrier leader");
     let stats = Rc::new(RefCell::new(ThreadStats::new(plan.rate.is_some())));
+    // The second the ticker is in: the one the figures recorded now belong to.
+    let next = Rc::new(std::cell::Cell::new(0u64));
     let local = LocalSet::new();
     local.block_on(&runtime, async {
         let tasks: Vec<_> = connections
@@ -116,11 +118,12 @@ fn engine_thread(
             .collect();
         // Every second, this thread's figures of that second go to the timeline.
         let ticker = {
-            let (stats, seconds) = (stats.clone(), seconds.clone());
+            let (stats, seconds, next) = (stats.clone(), seconds.clone(), next.clone());
             tokio::task::spawn_local(async move {
                 for index in 0.. {
                     tokio::time::sleep_until(t0 + Duration::from_secs(index + 1)).await;
                     let interval = stats.borrow_mut().take_interval(index, Duration::from_secs(1));
+                    next.set(index + 1);
                     // The collector only goes away when the run has failed already.
                     let _ = seconds.send(interval);
                 }
@@ -132,9 +135,11 @@ fn engine_thread(
         ticker.abort();
     });
     drop(local);
-    let elapsed = t0.elapsed();
-    let index = elapsed.as_secs();
-    let last = stats.borrow_mut().take_interval(index, elapsed - Duration::from_secs(index));
+    // The rest goes in the second the ticker was in, even when the run ended
+    // a hair after its tick was due (the tick never ran: its task was stopped).
+    let index = next.get();
+    let length = t0.elapsed().saturating_sub(Duration::from_secs(index)).min(Duration::from_secs(1));
+    let last = stats.borrow_mut().take_interval(index, length);
     let _ = seconds.send(last);
     Ok(Rc::try_unwrap(stats).map_err(|_| anyhow::anyhow!("connection tasks outlived the run"))?.into_inner())
 }
@@ -169,7 +174,23 @@ async fn connection_loop(
     let one = wire.len() / plan.pipeline;
     loop {
         // How many requests go out now (more than one only when pipelining) and when they are due.
-        let (batch, due) = match plan.rate {
+        // Connections in stages: out of the current level, close and wait until back in it.
+        if let Some(stages) = &plan.connection_stages
+            && !stages.is_open(c, now - t0)
+        {
+            if connection.take().is_some() {
+                stats.borrow_mut().disconnected();
+            }
+            match stages.opens_at(c, now - t0) {
+                Some(at) if deadline.is_none_or(|d| t0 + at < d) => {
+                    tokio::time::sleep_until(t0 + at).await;
+                    now = Instant::now();
+                    continue;
+                }
+                _ => break,
+            }
+        }
+        let (batch, due) = match &plan.rate {
             None => {
                 let batch = match plan.stop {
                     Stop::Requests(n) => {
@@ -188,7 +209,9 @@ async fn connection_loop(
                 if matches!(plan.stop, Stop::Requests(n) if slot >= n) {
                     break;
                 }
-                let at = t0 + Duration::from_secs_f64(slot as f64 / rate);
+                // Past the last stage, nothing more is due.
+                let Some(offset) = rate.due(slot) else { break };
+                let at = t0 + offset;
                 if deadline.is_some_and(|d| at >= d) {
                     break;
                 }
@@ -250,9 +273,9 @@ async fn connection_loop(
             break;
         }
     }
-    if let (Some(rate), Some(deadline)) = (plan.rate, deadline) {
+    if let (Some(rate), Some(deadline)) = (&plan.rate, deadline) {
         // Requests of this connection due before the deadline that never went out.
-        let due_slots = ((deadline - t0).as_secs_f64() * rate - c as f64) / conns as f64;
+        let due_slots = (rate.due_within(deadline - t0) - c as f64) / conns as f64;
         let due_here = due_slots.max(0.0).ceil() as u64;
         stats.borrow_mut().backlog += due_here.saturating_sub(sent_here);
     }

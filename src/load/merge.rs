@@ -73,6 +73,7 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         body: None,
         content_type: None,
         connections: runs.iter().map(|(_, r)| r.connections).sum(),
+        connection_stages: None,
         stop: match runs.iter().map(|(_, r)| r.requests_planned).sum::<Option<u64>>() {
             Some(n) => Stop::Requests(n),
             None => Stop::Duration(Duration::from_secs_f64(
@@ -80,7 +81,11 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
             )),
         },
         keep_alive: first.keep_alive,
-        rate: runs.iter().map(|(_, r)| r.schedule.as_ref().map(|s| s.target_rate)).sum(),
+        rate: runs
+            .iter()
+            .map(|(_, r)| r.schedule.as_ref().map(|s| s.target_rate))
+            .sum::<Option<f64>>()
+            .map(super::plan::RateSchedule::constant),
         timeout: Duration::from_secs_f64(first.timeout_s),
         threads,
         pipeline: first.pipeline,

@@ -3,6 +3,7 @@
 //!
 //! * [`plan`] — the validated [`LoadPlan`]: target, connections, when to
 //!   stop, closed or open loop.
+//! * [`schedule`] — the open loop's due times: a constant rate or stages.
 //! * [`engine`] — the threads, each a single-threaded tokio runtime owning its
 //!   share of the connections (as wrk's threads do), and the per-connection
 //!   loop that schedules, sends and records.
@@ -44,6 +45,7 @@ pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod request;
+pub mod schedule;
 pub mod thresholds;
 pub mod timeline;
 

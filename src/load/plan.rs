@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use hyper::header::{HeaderName, HeaderValue};
 
+pub use super::schedule::{ConnectionStages, RateSchedule};
+
 /// Where the load goes.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -121,8 +123,10 @@ pub struct LoadPlan {
     pub stop: Stop,
     /// Reuse connections (`-k`); otherwise one connection per request.
     pub keep_alive: bool,
-    /// Open loop: total requests per second, on a fixed schedule.
-    pub rate: Option<f64>,
+    /// Open loop: total requests per second, constant or in stages.
+    pub rate: Option<RateSchedule>,
+    /// Closed loop: the connection count in stages (`connections` is their most).
+    pub connection_stages: Option<ConnectionStages>,
     /// Limit for connecting, and for each request from send to last body byte.
     pub timeout: Duration,
     /// Engine threads (at most `connections`).
@@ -159,6 +163,7 @@ impl LoadPlan {
             stop,
             keep_alive: true,
             rate: None,
+            connection_stages: None,
             timeout: Duration::from_secs(30),
             threads: 1,
             pipeline: 1,
@@ -184,10 +189,14 @@ impl LoadPlan {
         {
             return Err("-z must be more than zero".to_string());
         }
-        if let Some(rate) = self.rate
-            && !(rate.is_finite() && rate > 0.0)
+        if let Some(rate) = &self.rate
+            && rate.stages.is_empty()
+            && !(rate.start.is_finite() && rate.start > 0.0)
         {
-            return Err(format!("--rate must be a positive number of requests per second, got {rate}"));
+            return Err(format!(
+                "--rate must be a positive number of requests per second, got {}",
+                rate.start
+            ));
         }
         if self.timeout.is_zero() {
             return Err("--timeout must be more than zero".to_string());
@@ -205,6 +214,12 @@ impl LoadPlan {
             name == hyper::header::CONTENT_LENGTH || name == hyper::header::TRANSFER_ENCODING
         }) {
             return Err(format!("-H {name}: the body (-d, --body-file) decides how the request is framed"));
+        }
+        if self.connection_stages.is_some() && self.rate.is_some() {
+            return Err(
+                "--connections in stages is for the closed loop: with --rate, the rate sets the load"
+                    .to_string(),
+            );
         }
         if self.pipeline > 1 && !self.keep_alive {
             return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());
@@ -252,9 +267,9 @@ mod tests {
         assert!(plan(10, Stop::Requests(10)).validate().is_ok());
         assert!(plan(1, Stop::Duration(Duration::ZERO)).validate().is_err());
         let mut p = plan(1, Stop::Requests(1));
-        p.rate = Some(0.0);
+        p.rate = Some(RateSchedule::constant(0.0));
         assert!(p.validate().is_err());
-        p.rate = Some(-5.0);
+        p.rate = Some(RateSchedule::constant(-5.0));
         assert!(p.validate().is_err());
     }
 }

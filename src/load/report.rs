@@ -107,8 +107,12 @@ impl LatencySummary {
 /// Open-loop schedule keeping.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Schedule {
-    /// Requests per second asked for.
+    /// Requests per second asked for (the mean over the stages, with stages).
     pub target_rate: f64,
+    /// `--rate` in stages: the start rate, then each stage's rate at its end
+    /// and its length; empty for a constant rate.
+    #[serde(default)]
+    pub stages: Vec<StageReport>,
     /// Requests that ended per second.
     pub achieved_rate: f64,
     /// Requests due before the deadline that were never sent.
@@ -117,6 +121,24 @@ pub struct Schedule {
     pub late_sends: u64,
     /// Largest delay of a send behind its due time (ms).
     pub max_send_lag_ms: f64,
+}
+
+/// A point of `--connections` in stages: the count reached `at_s` seconds into the run.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ConnectionPoint {
+    /// Seconds since the start.
+    pub at_s: f64,
+    /// Connections then.
+    pub connections: f64,
+}
+
+/// A point of `--rate` in stages: the rate reached `at_s` seconds into the run.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct StageReport {
+    /// Seconds since the start.
+    pub at_s: f64,
+    /// Requests per second then.
+    pub rate: f64,
 }
 
 /// The JSON document `--json FILE` writes (see `schema/load-result.json`).
@@ -190,6 +212,10 @@ pub struct LoadReport {
     pub server: Option<String>,
     /// Body bytes of the first 2xx/3xx response.
     pub document_length: Option<u64>,
+    /// `--connections` in stages: the points the connection count ramps
+    /// linearly between (the start, then each stage's end); null otherwise.
+    #[serde(default)]
+    pub connection_stages: Option<Vec<ConnectionPoint>>,
     /// The histograms themselves, so that runs merge losslessly
     /// (`blocklab load merge`).
     pub histograms: EncodedHistograms,
@@ -291,8 +317,9 @@ impl LoadReport {
             connect_ms: LatencySummary::of(&s.connect),
             bytes_head: s.head_bytes,
             bytes_body: s.body_bytes,
-            schedule: plan.rate.map(|target_rate| Schedule {
-                target_rate,
+            schedule: plan.rate.as_ref().map(|rate| Schedule {
+                target_rate: rate.mean(),
+                stages: stage_points(rate),
                 achieved_rate: result.achieved_rate(),
                 backlog: s.backlog,
                 late_sends: s.late_sends,
@@ -306,8 +333,28 @@ impl LoadReport {
                 connect: encode_histogram(&s.connect),
             },
             timeline: result.timeline.clone(),
+            connection_stages: plan.connection_stages.as_ref().map(|stages| {
+                stages
+                    .points()
+                    .into_iter()
+                    .map(|(at_s, connections)| ConnectionPoint { at_s, connections })
+                    .collect()
+            }),
         }
     }
+}
+
+fn stage_points(rate: &super::plan::RateSchedule) -> Vec<StageReport> {
+    if rate.stages.is_empty() {
+        return Vec::new();
+    }
+    let mut at = 0.0;
+    let mut points = vec![StageReport { at_s: 0.0, rate: rate.start }];
+    for stage in &rate.stages {
+        at += stage.duration.as_secs_f64();
+        points.push(StageReport { at_s: at, rate: stage.target });
+    }
+    points
 }
 
 /// The ab-style text summary.
@@ -344,6 +391,15 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
         }
     }
     let _ = writeln!(w, "Concurrency Level:      {}", plan.connections);
+    if let Some(stages) = &report.connection_stages {
+        let points: Vec<String> =
+            stages.iter().map(|p| format!("{:.0} at {:.0} s", p.connections, p.at_s)).collect();
+        let _ = writeln!(
+            w,
+            "Connection stages:      {} (linear between; the most is the level above)",
+            points.join(" → ")
+        );
+    }
     let _ = writeln!(w, "Time taken for tests:   {secs:.3} seconds");
     let _ = writeln!(w, "Complete requests:      {}", s.completed);
     let _ = writeln!(w, "Failed requests:        {}", s.error_total());
@@ -395,7 +451,18 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
 
     if let Some(schedule) = &report.schedule {
         let _ = writeln!(w);
-        let _ = writeln!(w, "Target rate:            {:.2} [#/sec]", schedule.target_rate);
+        if schedule.stages.is_empty() {
+            let _ = writeln!(w, "Target rate:            {:.2} [#/sec]", schedule.target_rate);
+        } else {
+            let points: Vec<String> =
+                schedule.stages.iter().map(|p| format!("{:.0}/s at {:.0} s", p.rate, p.at_s)).collect();
+            let _ = writeln!(
+                w,
+                "Target rate:            {:.2} [#/sec] (mean; stages, linear between: {})",
+                schedule.target_rate,
+                points.join(" → ")
+            );
+        }
         let _ = writeln!(w, "Achieved rate:          {:.2} [#/sec]", schedule.achieved_rate);
         let kept = schedule.backlog == 0 && schedule.achieved_rate >= 0.95 * schedule.target_rate;
         if kept {
