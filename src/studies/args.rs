@@ -6,8 +6,9 @@ use clap::Args;
 /// What `blocklab studies --help` shows after the flags.
 pub const STUDIES_EXAMPLES: &str = "\
 Builds the peers it can (scripts/peers build; cached in .local/), then runs 'blocklab bench'
-into DIR/bench and 'blocklab sweep' into DIR/sweep with their defaults (about 10 + 8
-minutes on 2 cores, more with every peer; --quick: a few minutes), then writes
+into DIR/bench (30000 requests a run) and 'blocklab sweep' into DIR/sweep with their defaults
+(roughly 10 + 10 minutes on 2 cores, an estimate from their parts; --quick: about three
+minutes), then writes
 DIR/index.html: what ran, where, and what was skipped and why. Each study's own flags: run it alone ('blocklab bench --help',
 'blocklab sweep --help').
 

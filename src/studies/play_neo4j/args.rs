@@ -20,7 +20,7 @@ APIs (Test IDs as in the seed study; 9 is blocklab's own):
 
 Examples:
   blocklab bench                                  (the full default run: -c 200 -n 100000, 2 runs)
-  blocklab bench --quick                          (one run of 1000 requests per API: a first look)
+  blocklab bench --quick                          (one run of 600 requests per API: a first look)
   blocklab bench --apis 2,3,9 --db-latency 5ms --out results/latency-5ms
   blocklab bench --workers 4 --runs 3
   blocklab bench --model lean --db-latency 0ms     (study 1 under the lean server, the embedded read at full speed)
@@ -48,7 +48,7 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000), value_name = "N")]
     pub concurrency: u32,
 
-    /// Requests per run [default: 100000, or 1000 with --quick].
+    /// Requests per run [default: 100000, or 600 with --quick].
     #[arg(short = 'n', long = "requests", value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
     pub requests: Option<u64>,
 
@@ -102,7 +102,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub workers: Option<u16>,
 
-    /// A small matrix (one run of 1000 requests per API; a cold JVM on a peer): a first look.
+    /// A small matrix (one run of 600 requests per API; a cold JVM on a peer): a first look.
     #[arg(long)]
     pub quick: bool,
 
@@ -163,7 +163,7 @@ impl BenchArgs {
             BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 60 })),
             _ => Duration::ZERO,
         };
-        let requests = self.requests.unwrap_or(if self.quick { 1_000 } else { 100_000 });
+        let requests = self.requests.unwrap_or(if self.quick { 600 } else { 100_000 });
         let connections = self.concurrency as usize;
         if requests < connections as u64 {
             return Err(format!(
