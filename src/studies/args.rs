@@ -7,8 +7,8 @@ use clap::Args;
 pub const STUDIES_EXAMPLES: &str = "\
 Builds the peers it can (scripts/peers build; cached in .local/), then runs 'blocklab bench'
 into DIR/bench (30000 requests a run) and 'blocklab sweep' into DIR/sweep with their defaults
-(roughly 10 + 10 minutes on 2 cores, an estimate from their parts; --quick: about three
-minutes), then writes
+(27 minutes on this 2-core machine with the seed's stack and every peer: 9 + 18; --quick:
+about three), then writes
 DIR/index.html: what ran, where, and what was skipped and why. Each study's own flags: run it alone ('blocklab bench --help',
 'blocklab sweep --help').
 
