@@ -2,7 +2,7 @@
 //! runtime figure that explains each result. Every sentence is computed from
 //! the recorded figures; where a figure is missing the sentence is left out.
 
-use super::results::{BLOCKLAB, BenchResults, RunRecord, RunStatus, TestRecord};
+use super::results::{BLOCKLAB, BenchResults, RunRecord, RunStatus, TestId, TestRecord};
 use super::tables::{ms, pct, rps};
 use crate::server::Endpoint;
 
@@ -227,10 +227,7 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     out.extend(blocking_side_by_side(results, &targets));
     for endpoint in [Endpoint::Test, Endpoint::GetDataAsync, Endpoint::GetDataAkkaAsync] {
         let Some(id) = endpoint.test_id() else { continue };
-        let best: Vec<(&str, &RunRecord)> = targets
-            .iter()
-            .filter_map(|t| Some((*t, results.test(t, id).and_then(TestRecord::best)?)))
-            .collect();
+        let best = best_of_each(results, &targets, id);
         if best.len() < 2 {
             continue;
         }
@@ -327,10 +324,7 @@ fn ceiling_sentence(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -
 /// Whether a database endpoint read faster than the ceiling (by more than 10 %).
 fn shares_above_one(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -> bool {
     results.tests.iter().any(|t| {
-        let reads = Endpoint::MEASURED
-            .iter()
-            .find(|e| e.test_id() == Some(t.test_id))
-            .map_or(0.0, |e| super::results::reads_per_request(*e));
+        let reads = super::results::reads_of_test(t.test_id);
         t.best().is_some_and(|r| r.rps * reads > 1.1 * ceiling.reads_per_s)
     })
 }
@@ -342,10 +336,7 @@ fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String
     let mut out = Vec::new();
     for endpoint in [Endpoint::GetData, Endpoint::GetDataAkka] {
         let Some(id) = endpoint.test_id() else { continue };
-        let best: Vec<(&str, &RunRecord)> = targets
-            .iter()
-            .filter_map(|t| Some((*t, results.test(t, id).and_then(TestRecord::best)?)))
-            .collect();
+        let best = best_of_each(results, targets, id);
         if best.len() < 2 {
             continue;
         }
@@ -373,4 +364,13 @@ fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String
         out.push(format!("{} (blocking): {}.", endpoint.path(), parts.join("; ")));
     }
     out
+}
+
+/// Each target's best run of Test ID `id`, for the targets that have one.
+fn best_of_each<'a>(
+    results: &'a BenchResults,
+    targets: &[&'a str],
+    id: TestId,
+) -> Vec<(&'a str, &'a RunRecord)> {
+    targets.iter().filter_map(|t| Some((*t, results.test(t, id).and_then(TestRecord::best)?))).collect()
 }

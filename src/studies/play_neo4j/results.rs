@@ -316,6 +316,11 @@ impl BenchResults {
     }
 }
 
+/// Database reads one request of Test ID `id` makes (0 for an unknown one).
+pub fn reads_of_test(id: TestId) -> f64 {
+    Endpoint::MEASURED.iter().find(|e| e.test_id() == Some(id)).map_or(0.0, |e| reads_per_request(*e))
+}
+
 /// Database reads one request of `endpoint` makes (the `…2` endpoints read twice, in sequence).
 pub fn reads_per_request(endpoint: Endpoint) -> f64 {
     match endpoint {

@@ -165,10 +165,7 @@ pub fn side_by_side(results: &BenchResults) -> Table {
                 row.push(us(b.and_then(|r| r.db_cpu_per_request_us)));
             }
             if let Some(ceiling) = ceiling {
-                let reads = Endpoint::MEASURED
-                    .iter()
-                    .find(|e| e.test_id() == Some(id))
-                    .map_or(0.0, |e| super::results::reads_per_request(*e));
+                let reads = super::results::reads_of_test(id);
                 for b in &best {
                     row.push(match b {
                         Some(r) if reads > 0.0 => format!("{:.2}", r.rps * reads / ceiling),
