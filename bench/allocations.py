@@ -34,34 +34,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import ROOT, free_port, wait_for
 TARGET_DIR = os.path.join(ROOT, "target", "count-allocations")
 COUNTING = os.path.join(TARGET_DIR, "release", "blocklab")
 LOADER = os.path.join(ROOT, "target", "release", "blocklab")
 PATHS = ["/test", "/getDataAsync", "/getDataAsync2", "/getDataAkkaAsync", "/getDataAkkaAsync2",
          "/getDataSpawnBlocking", "/getData", "/getDataAkka"]
 NON_BLOCKING = {"/getDataAsync", "/getDataAsync2", "/getDataAkkaAsync", "/getDataAkkaAsync2"}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the server on port {port} exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing listened on port {port} within {timeout} s")
 
 
 def counts(port):

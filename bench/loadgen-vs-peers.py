@@ -28,15 +28,12 @@ import os
 import re
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+from _common import BLOCKLAB, ROOT, free_port, wait_for
 
 
 def rusage_of(cmd, cpu):
@@ -56,23 +53,6 @@ def rusage_of(cmd, cpu):
     with open(tempfile.gettempdir() + f"/bench-{os.getpid()}.err") as f:
         err = f.read()
     return out, err, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"target on port {port} did not come up")
 
 
 def start_target(cpu, tmp):

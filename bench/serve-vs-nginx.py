@@ -44,69 +44,18 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the server on port {port} exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing listened on port {port} within {timeout} s")
-
-
-def cpu_seconds(pid):
-    """user + system time of the whole process (all its threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def write_nginx_config(tmp, port):
-    conf = os.path.join(tmp, f"nginx-{port}.conf")
-    with open(conf, "w") as f:
-        f.write(f"""
-worker_processes 1;
-daemon off;
-master_process off;
-pid {tmp}/nginx.pid;
-error_log {tmp}/nginx-error.log;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 100000000;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "works"; }}
-    }}
-}}
-""")
-    return conf
+from _common import BLOCKLAB, ROOT, cpu_seconds, free_port, nginx_config, wait_for
 
 
 def start_nginx(nginx, cpu, tmp):
     port = free_port()
-    conf = write_nginx_config(tmp, port)
+    conf = nginx_config(tmp, port)
     proc = subprocess.Popen(["taskset", "-c", str(cpu), nginx, "-c", conf, "-p", tmp],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(port, proc)
@@ -300,7 +249,7 @@ def main():
             print(f"\nuser-space instructions per request (callgrind; {args.requests:,} requests, "
                   "20 keep-alive connections, one server at a time):")
             port = free_port()
-            conf = write_nginx_config(tmp, port)
+            conf = nginx_config(tmp, port)
             runs = [("nginx", [nginx, "-c", conf, "-p", tmp], port, "/")]
             for label, binary in [("", BLOCKLAB)] + ([("before ", args.before)] if args.before else []):
                 for path in ["/test", f"/getDataAsync?id={nid}"]:

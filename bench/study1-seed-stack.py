@@ -41,15 +41,13 @@ import re
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+from _common import BLOCKLAB, ROOT, free_port, loadavg
 NEO4J = os.path.join(ROOT, "scripts", "neo4j")
 LOCAL = os.path.join(ROOT, ".local", "peers")
 PLAY_OUT = os.path.join(LOCAL, "play")
@@ -71,12 +69,6 @@ class Fail(Exception):
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid):
@@ -104,11 +96,6 @@ def fmt(v, digits=0):
     if v is None:
         return "-"
     return f"{v:,.{digits}f}"
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 class Stack:

@@ -36,8 +36,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.environ.get("BLOCKLAB") or os.path.join(ROOT, "target", "release", "blocklab")
+from _common import BLOCKLAB, ROOT, loadavg
 LEVELS = "100,200,400,600,700,800,1000,2000,5000,10000,15000,18000,20000,50000"
 JMETER_LEVELS = "100,200,400,600,700,800,1000,2000,5000,10000"
 JVM_TARGETS = "spring-web,spring-webflux,spring-web-vt,tomcat,netty"
@@ -49,11 +48,6 @@ RUNS = {
 }
 SPRING = ("spring-web", "spring-webflux", "spring-web-vt")
 ENGINES = ("tomcat", "netty")
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def run_sweep(name, out):

@@ -22,55 +22,16 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the server on port {port} exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing listened on port {port} within {timeout} s")
+from _common import BLOCKLAB, ROOT, free_port, nginx_config, wait_for
 
 
 def nginx_command(nginx, tmp, port):
-    conf = os.path.join(tmp, f"nginx-{port}.conf")
-    with open(conf, "w") as f:
-        f.write(f"""
-worker_processes 1;
-daemon off;
-master_process off;
-pid {tmp}/nginx-{port}.pid;
-error_log {tmp}/nginx-error.log;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 100000000;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "works"; }}
-    }}
-}}
-""")
-    return [nginx, "-c", conf, "-p", tmp]
+    return [nginx, "-c", nginx_config(tmp, port), "-p", tmp]
 
 
 def count(name, cmd, port, path, args, tmp):

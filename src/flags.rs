@@ -120,3 +120,16 @@ pub fn parse_alone<T: Args + FromArgMatches>(
     }
     Alone::<T>::try_parse_from(argv).map(|a| a.args).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("1ms"), Ok(Duration::from_millis(1)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("-1ms").is_err());
+    }
+}

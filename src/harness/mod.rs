@@ -1,5 +1,7 @@
 //! The harness: what every study's runner needs, and no study's knowledge.
-//! A target started as a child process and watched ([`target`]), the peers
+//! Every target of any study, one kind of thing, listed in one place
+//! ([`target`]); a target started as a child process and watched
+//! ([`process`]), the peers
 //! described by their `peer.toml` ([`peers`]), its CPUs ([`placement`]), a
 //! memory-capped cgroup for it ([`cgroup`]), a JVM's heap ([`jvm`]), a database it starts
 //! and always ends ([`database`]), its `/metrics` read
@@ -15,6 +17,7 @@ pub mod database;
 pub mod jvm;
 pub mod peers;
 pub mod placement;
+pub mod process;
 pub mod render;
 pub mod scrape;
 pub mod target;

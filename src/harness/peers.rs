@@ -35,7 +35,7 @@ pub enum Runtime {
 }
 
 /// One peer, as its `peer.toml` describes it.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct Peer {
     /// The folder's name; the target's name.
     pub name: String,
@@ -137,13 +137,6 @@ impl Peers {
         let out = Command::new(&self.script).args(["why", name]).stderr(Stdio::null()).output().ok()?;
         let reason = String::from_utf8_lossy(&out.stdout).trim().to_string();
         (!reason.is_empty()).then_some(reason)
-    }
-
-    /// The command that runs `name` in the foreground, listening on `listen`.
-    pub fn run_command(&self, name: &str, listen: &str) -> Command {
-        let mut command = Command::new(&self.script);
-        command.args(["run", name, "--listen", listen]);
-        command
     }
 }
 

@@ -1,178 +1,270 @@
-//! A target as a child process — a `blocklab serve`, a peer, any command
-//! that prints `listening on http://ADDR` — started pinned and ready (that
-//! line read), watched while the load runs, measured from /proc
-//! ([`crate::proc`]), stopped by its own pid.
+//! A target: what a study measures, one kind of thing whatever runs it —
+//! blocklab's own server (one model, or each endpoint's own), a server peer
+//! of any language (the JVM and Go ones, found by their `peer.toml`, never
+//! by a name written here), or a service the user runs at a URL. Databases
+//! the harness starts are peers too ([`Targets::database`], started by
+//! [`super::database`]).
+//!
+//! [`Targets`] is the one place that lists them. A study asks it for targets
+//! by name or by a path they must serve; each target says what it is built
+//! from, the command that starts it (which prints the `listening on` line
+//! [`super::process::ServerProcess`] waits for), and what it runs on, which
+//! decides how its memory is capped and its runtime figures read (a JVM's
+//! heap from hsperfdata, [`super::jvm`]; a Go binary's soft memory limit).
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::Command;
 
-/// Lines of the server's stderr kept for failure reports.
-const TAIL_LINES: usize = 30;
+use super::peers::{Peer, PeerKind, Peers, Runtime};
+use crate::server::Model;
 
-/// A running server.
-pub struct ServerProcess {
-    child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+/// The name of blocklab's own server when each endpoint runs under its own model.
+pub const BLOCKLAB: &str = "blocklab";
+
+/// What a study measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `blocklab serve`: under one server model, or (None) with each endpoint
+    /// under the model its study gives it.
+    Blocklab(Option<Model>),
+    /// A server peer, as its `peer.toml` describes it
+    /// (`scripts/peers run NAME --listen HOST:PORT`).
+    Peer(Peer),
+    /// A service the user runs: not managed (no command, no cap), seen by
+    /// its answers only.
+    Url(RunningService),
 }
 
-impl ServerProcess {
-    /// Starts `exe serve ARGS` (pinned to `cpus` with taskset when given) on
-    /// port 0 and waits up to `ready_within` for its `listening on` line.
-    /// The error is the reason, with the tail of its stderr.
-    pub fn start(
-        exe: &Path,
-        args: &[String],
-        cpus: Option<&str>,
-        env: &[(&str, String)],
-        ready_within: Duration,
-    ) -> Result<Self, String> {
+/// A service the user runs, resolved from its URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningService {
+    /// The URL as given.
+    pub url: String,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its `Host` header.
+    pub host: String,
+    /// Path and query of each request.
+    pub path: String,
+}
+
+impl Target {
+    /// blocklab under `model`.
+    pub fn model(model: Model) -> Target {
+        Target::Blocklab(Some(model))
+    }
+
+    /// A service at `url` (`http://HOST[:PORT]/PATH`), resolved now.
+    pub fn url(url: &str) -> Result<Target, String> {
+        let rest =
+            url.strip_prefix("http://").ok_or_else(|| format!("takes http://HOST:PORT/PATH, got '{url}'"))?;
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let with_port =
+            if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
+            .map_err(|e| format!("cannot resolve '{authority}': {e}"))?
+            .next()
+            .ok_or_else(|| format!("'{authority}' resolves to no address"))?;
+        Ok(Target::Url(RunningService {
+            url: url.to_string(),
+            addr,
+            host: authority.to_string(),
+            path: path.to_string(),
+        }))
+    }
+
+    /// Its name in every output.
+    pub fn name(&self) -> String {
+        match self {
+            Target::Blocklab(None) => BLOCKLAB.to_string(),
+            Target::Blocklab(Some(model)) => model.to_string(),
+            Target::Peer(peer) => peer.name.clone(),
+            Target::Url(service) => service.url.clone(),
+        }
+    }
+
+    /// Its name with what it is built from, for the conditions.
+    pub fn describe(&self) -> String {
+        let version = env!("CARGO_PKG_VERSION");
+        match self {
+            Target::Blocklab(None) => format!("blocklab {version} (Rust; tokio, axum, ractor)"),
+            Target::Blocklab(Some(model)) => format!("blocklab {version} --model {model} (Rust)"),
+            Target::Peer(peer) => format!("{} ({})", peer.name, peer.versions),
+            Target::Url(service) => format!("{} (not managed)", service.url),
+        }
+    }
+
+    /// Whether it serves `path`: blocklab serves every endpoint; a peer what
+    /// its manifest lists; a running service the one path it was given.
+    pub fn serves(&self, path: &str) -> bool {
+        match self {
+            Target::Blocklab(_) => true,
+            Target::Peer(peer) => peer.serves(path),
+            Target::Url(service) => service.path.split('?').next() == Some(path),
+        }
+    }
+
+    /// What it runs on, as far as memory settings and runtime figures go.
+    pub fn runtime(&self) -> Runtime {
+        match self {
+            Target::Peer(peer) => peer.runtime(),
+            Target::Blocklab(_) | Target::Url(_) => Runtime::Native,
+        }
+    }
+
+    /// Whether it runs on a JVM.
+    pub fn is_jvm(&self) -> bool {
+        self.runtime() == Runtime::Jvm
+    }
+
+    /// Whether it is a Go binary.
+    pub fn is_go(&self) -> bool {
+        self.runtime() == Runtime::Go
+    }
+
+    /// Whether the harness starts and stops it (everything but a URL).
+    pub fn is_managed(&self) -> bool {
+        !matches!(self, Target::Url(_))
+    }
+}
+
+/// Every target this checkout can run: blocklab's server (the binary given)
+/// and the peers under `peers/`. The one place that lists them.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    /// The `blocklab` binary blocklab's targets run.
+    pub exe: PathBuf,
+    /// The peers, and the script that builds and runs them.
+    pub peers: Peers,
+}
+
+impl Targets {
+    /// The targets of this checkout ([`Peers::of_this_checkout`]), blocklab's run by `exe`.
+    pub fn of_this_checkout(exe: PathBuf) -> Result<Targets, String> {
+        Ok(Targets { exe, peers: Peers::of_this_checkout()? })
+    }
+
+    /// The server peers that serve `path`, as targets.
+    pub fn peers_serving<'a>(&'a self, path: &'a str) -> impl Iterator<Item = Target> + 'a {
+        self.peers.servers_of(path).cloned().map(Target::Peer)
+    }
+
+    /// The target called `name`: one of `own` (the blocklab targets the study
+    /// runs), or a server peer that serves `path`. The error ("unknown
+    /// `flag` 'NAME'") names them all.
+    pub fn named(&self, name: &str, own: &[Target], path: &str, flag: &str) -> Result<Target, String> {
+        let name = name.trim();
+        if let Some(target) = own.iter().find(|t| t.name() == name) {
+            return Ok(target.clone());
+        }
+        if let Some(target) = self.peers_serving(path).find(|t| t.name() == name) {
+            return Ok(target);
+        }
+        let known: Vec<String> =
+            own.iter().cloned().chain(self.peers_serving(path)).map(|t| t.name()).collect();
+        Err(format!("unknown {flag} '{name}' ({})", known.join(", ")))
+    }
+
+    /// The database peer called `name` (started by [`super::database`]).
+    pub fn database(&self, name: &str) -> Option<&Peer> {
+        self.peers.get(name).filter(|p| p.kind == PeerKind::Database)
+    }
+
+    /// Whether `target` is ready to run: blocklab always; a peer once built
+    /// (`scripts/peers check`); a running service is not ours to check.
+    pub fn is_built(&self, target: &Target) -> bool {
+        match target {
+            Target::Peer(peer) => self.peers.is_built(&peer.name),
+            Target::Blocklab(_) | Target::Url(_) => true,
+        }
+    }
+
+    /// Why `target` is not ready, and the one command that would add it, in one line.
+    pub fn why_skipped(&self, target: &Target) -> String {
+        let name = target.name();
+        let script = "scripts/peers";
+        match self.peers.why_not_buildable(&name) {
+            None => format!("skipped {name}: not built; add it with: {script} build {name}"),
+            Some(reason) => {
+                format!(
+                    "skipped {name}: {reason}; then add it with: {script} install && {script} build {name}"
+                )
+            }
+        }
+    }
+
+    /// The command that starts `target` on a free loopback port (it prints
+    /// `listening on http://ADDR`), pinned to `cpus` (a taskset list) when
+    /// given, with `args` after its own; `None` for a running service.
+    pub fn command(&self, target: &Target, cpus: Option<&str>, args: &[String]) -> Option<Command> {
+        let (program, own): (PathBuf, Vec<String>) = match target {
+            Target::Blocklab(model) => {
+                let mut own = vec!["serve".to_string(), "--listen".to_string(), "127.0.0.1:0".to_string()];
+                if let Some(model) = model {
+                    own.extend(["--model".to_string(), model.name().to_string()]);
+                }
+                (self.exe.clone(), own)
+            }
+            Target::Peer(peer) => (
+                self.peers.script.clone(),
+                ["run", &peer.name, "--listen", "127.0.0.1:0"].map(String::from).to_vec(),
+            ),
+            Target::Url(_) => return None,
+        };
         let mut command = match cpus {
             Some(cpus) => {
                 let mut c = Command::new("taskset");
-                c.args(["-c", cpus]).arg(exe);
+                c.args(["-c", cpus]).arg(program);
                 c
             }
-            None => Command::new(exe),
+            None => Command::new(program),
         };
-        command
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (k, v)));
-        Self::spawn(command, ready_within)
-    }
-
-    /// Starts any server `command` that prints `listening on http://ADDR`
-    /// once it accepts (a `blocklab serve`, a JVM peer, a wrapper), and waits
-    /// up to `ready_within` for that line.
-    pub fn spawn(mut command: Command, ready_within: Duration) -> Result<Self, String> {
-        let program = command.get_program().to_string_lossy().into_owned();
-        command
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group: a ctrl-c at the terminal reaches the runner,
-            // which stops the server itself, in order.
-            .process_group(0);
-        let mut child = command.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
-        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
-        if let Some(err) = child.stderr.take() {
-            let tail = stderr.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(err).lines().map_while(Result::ok) {
-                    let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if tail.len() == TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            });
-        }
-        let (found, listening) = std::sync::mpsc::channel();
-        if let Some(out) = child.stdout.take() {
-            std::thread::spawn(move || {
-                for line in BufReader::new(out).lines().map_while(Result::ok) {
-                    if let Some(addr) = line.trim().strip_prefix("listening on http://") {
-                        let _ = found.send(addr.to_string());
-                    }
-                }
-            });
-        }
-        let mut server = ServerProcess { child, addr: "127.0.0.1:0".parse().expect("valid"), stderr };
-        let started = Instant::now();
-        loop {
-            match listening.recv_timeout(Duration::from_millis(50)) {
-                Ok(addr) => {
-                    server.addr = addr.parse().map_err(|e| format!("bad listening line '{addr}': {e}"))?;
-                    return Ok(server);
-                }
-                Err(_) => {
-                    server.check_alive()?;
-                    if started.elapsed() > ready_within {
-                        let reason = format!("not ready within {ready_within:?}{}", server.tail_suffix());
-                        server.stop(Duration::from_secs(2));
-                        return Err(reason);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Where it listens.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Its pid.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `Err(reason)` if the process has exited.
-    pub fn check_alive(&mut self) -> Result<(), String> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => {
-                // Give the stderr reader a moment to collect the last lines.
-                std::thread::sleep(Duration::from_millis(100));
-                Err(format!("server exited ({status}){}", self.tail_suffix()))
-            }
-            Err(e) => Err(format!("cannot watch the server: {e}")),
-        }
-    }
-
-    /// The last lines it wrote to stderr.
-    pub fn stderr_tail(&self) -> String {
-        let tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tail.iter().cloned().collect::<Vec<_>>().join("\n")
-    }
-
-    fn tail_suffix(&self) -> String {
-        let tail = self.stderr_tail();
-        if tail.is_empty() { String::new() } else { format!("; stderr: {tail}") }
-    }
-
-    /// CPU time (user + system) it has used, from /proc.
-    pub fn cpu_time(&self) -> Option<Duration> {
-        crate::proc::cpu_time(crate::proc::Pid::Of(self.pid()))
-    }
-
-    /// Its peak resident memory so far, in bytes.
-    pub fn peak_rss(&self) -> Option<u64> {
-        crate::proc::peak_rss_bytes(crate::proc::Pid::Of(self.pid()))
-    }
-
-    /// SIGTERM, then up to `grace` to exit, then SIGKILL. Returns how it ended.
-    pub fn stop(&mut self, grace: Duration) -> String {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            return format!("had already exited ({status})");
-        }
-        let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
-        let started = Instant::now();
-        while started.elapsed() < grace {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.to_string();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        format!("killed after not stopping within {grace:?}")
+        command.args(own).args(args);
+        Some(command)
     }
 }
 
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.stop(Duration::from_secs(5));
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets() -> Targets {
+        Targets::of_this_checkout(PathBuf::from("/bin/blocklab")).unwrap()
+    }
+
+    #[test]
+    fn a_study_finds_its_targets_by_name() {
+        let targets = targets();
+        let own: Vec<Target> = Model::ALL.into_iter().map(Target::model).collect();
+        assert_eq!(targets.named("lean", &own, "/delay", "target").unwrap(), Target::model(Model::Lean));
+        let spring = targets.named("spring-web", &own, "/delay", "target").unwrap();
+        assert!(spring.is_jvm() && spring.is_managed() && spring.serves("/delay"));
+        assert!(targets.named("go-nethttp", &own, "/delay", "target").unwrap().is_go());
+        // Play serves study 1's endpoints, not /delay.
+        let err = targets.named("play", &own, "/delay", "target").unwrap_err();
+        assert!(err.starts_with("unknown target 'play' (reactive, lean, pool, thread, "), "{err}");
+        let play = targets.named("play", &[Target::Blocklab(None)], "/getDataAsync", "target").unwrap();
+        assert!(play.serves("/getDataAkka") && !play.serves("/getDataSpawnBlocking"));
+        assert!(targets.database("neo4j").is_some() && targets.database("play").is_none());
+    }
+
+    #[test]
+    fn each_managed_target_has_a_command_and_a_url_has_none() {
+        let targets = targets();
+        let lean = targets.command(&Target::model(Model::Lean), Some("0"), &["--nodes".into(), "100".into()]);
+        let args: Vec<String> = lean.unwrap().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args.join(" "), "-c 0 /bin/blocklab serve --listen 127.0.0.1:0 --model lean --nodes 100");
+        let play = targets.named("play", &[], "/test", "target").unwrap();
+        let command = targets.command(&play, None, &[]).unwrap();
+        assert!(command.get_program().to_string_lossy().ends_with("scripts/peers"));
+        let url = Target::url("http://127.0.0.1:8080/delay?ms=10").unwrap();
+        assert!(targets.command(&url, None, &[]).is_none() && !url.is_managed());
+        assert!(url.serves("/delay") && !url.serves("/test"));
+        assert_eq!(url.name(), "http://127.0.0.1:8080/delay?ms=10");
+        assert!(Target::url("https://x/").unwrap_err().contains("http://HOST:PORT/PATH"));
     }
 }

@@ -173,3 +173,61 @@ pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result.map_err(Failure::Failed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        /// `blocklab serve`'s flags alone.
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let argv = ["serve"].iter().chain(args);
+        <Serve as clap::Parser>::try_parse_from(argv).map(|s| s.args)
+    }
+
+    #[test]
+    fn defaults_follow_the_issue() {
+        let s = serve(&[]).unwrap();
+        assert_eq!(s.listen, "127.0.0.1:9000".parse().unwrap());
+        let c = s.config().unwrap();
+        assert_eq!((c.nodes, c.db_latency, c.actor_threads), (10_000, Duration::ZERO, 4));
+        assert_eq!(c.limits.await_timeout, Duration::from_secs(5));
+        assert!(c.workers >= 1);
+        assert_eq!((c.model, c.max_connections, c.accept_count), (Model::Reactive, None, 4096));
+    }
+
+    #[test]
+    fn pool_defaults_are_tomcats_and_threads_is_pool_only() {
+        let c = serve(&["--model", "pool"]).unwrap().config().unwrap();
+        assert_eq!((c.threads, c.max_connections, c.accept_count), (200, Some(8192), 100));
+        let c = serve(&["--model", "lean", "--max-connections", "3", "--accept-count", "7"]).unwrap();
+        let c = c.config().unwrap();
+        assert_eq!((c.model, c.max_connections, c.accept_count), (Model::Lean, Some(3), 7));
+        for model in ["reactive", "lean", "thread"] {
+            let e = serve(&["--model", model, "--threads", "4"]).unwrap().config().unwrap_err();
+            assert!(e.contains("--threads applies to --model pool only"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        for bad in [
+            &["--nodes", "0"][..],
+            &["--db-latency", "soon"],
+            &["--workers", "0"],
+            &["--listen", "nowhere"],
+            &["--db", "mysql://x"],
+            &["--await-timeout", "0s"],
+            &["--model", "actors"],
+            &["--threads", "0"],
+            &["--max-connections", "0"],
+        ] {
+            let err = serve(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+    }
+}

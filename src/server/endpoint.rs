@@ -1,18 +1,6 @@
-//! The endpoints, one per execution model, with the seed study's names and
-//! Test IDs. The single list here is what the router, `/metrics` and the
+//! The endpoints, one per execution model, with the seed study's names
+//! (study 1 numbers them: its Test IDs). The single list here is what the router, `/metrics` and the
 //! experiment runner all read, so a new model is added in one place.
-
-/// A Test ID: the seed study's numbering of its APIs (1–8, no 6), 9 and up
-/// for blocklab's own endpoints. In the outputs, a plain number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct TestId(pub u32);
-
-impl std::fmt::Display for TestId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// One route of the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,12 +42,11 @@ impl Endpoint {
         Endpoint::GetDataSpawnBlocking,
     ];
 
-    /// The endpoints that are measured: `/test`, then the data endpoints.
-    pub const MEASURED: [Endpoint; 8] = extend([Endpoint::Test], Endpoint::DATA);
-
-    /// Every endpoint: study 1's measured ones, `/delay`, then `/metrics` and the rest.
-    pub const ALL: [Endpoint; 11] =
-        extend(Endpoint::MEASURED, [Endpoint::Delay, Endpoint::Metrics, Endpoint::Other]);
+    /// Every endpoint: `/test`, the data endpoints, `/delay`, then `/metrics` and the rest.
+    pub const ALL: [Endpoint; 11] = extend(
+        extend::<1, 7, 8>([Endpoint::Test], Endpoint::DATA),
+        [Endpoint::Delay, Endpoint::Metrics, Endpoint::Other],
+    );
 
     /// The URL path (for `Other`, a label only).
     pub fn path(self) -> &'static str {
@@ -84,22 +71,6 @@ impl Endpoint {
             .into_iter()
             .find(|e| *e != Endpoint::Other && e.path() == path)
             .unwrap_or(Endpoint::Other)
-    }
-
-    /// The seed study's Test ID (1–8, no 6 as in the seed); 9 and up for blocklab's own.
-    pub fn test_id(self) -> Option<TestId> {
-        let id = match self {
-            Endpoint::Test => 1,
-            Endpoint::GetData => 2,
-            Endpoint::GetDataAsync => 3,
-            Endpoint::GetDataAsync2 => 4,
-            Endpoint::GetDataAkka => 5,
-            Endpoint::GetDataAkkaAsync => 7,
-            Endpoint::GetDataAkkaAsync2 => 8,
-            Endpoint::GetDataSpawnBlocking => 9,
-            Endpoint::Delay | Endpoint::Metrics | Endpoint::Other => return None,
-        };
-        Some(TestId(id))
     }
 
     /// One line on the execution model, for `--help`, logs and reports.

@@ -5,12 +5,11 @@ use std::time::Duration;
 use clap::Args;
 
 use super::run::{BenchDb, BenchPlan, parse_apis};
-use super::target::{Target, parse_targets};
 use crate::flags::{DbClientArgs, parse_duration};
 use crate::graph::{DbUrl, EmbeddedRead};
-use crate::harness::peers::Peers;
 use crate::harness::placement::{Placement, parse_cpu_list};
-use crate::server::Model;
+use crate::harness::target::{Target, Targets};
+use crate::server::{Endpoint, Model};
 
 /// What `blocklab bench --help` shows after the flags.
 pub const BENCH_EXAMPLES: &str = "\
@@ -120,14 +119,13 @@ impl BenchArgs {
     /// The validated plan (the output folder is not created here).
     pub fn plan(&self) -> Result<BenchPlan, String> {
         let apis = parse_apis(&self.apis)?;
-        let wants_peer = self.target.split(',').any(|t| !t.trim().is_empty() && t.trim() != "blocklab");
-        let peers = if wants_peer || self.db == BenchDb::Managed {
-            Some(Peers::of_this_checkout().map_err(|e| format!("cannot read the peers: {e}"))?)
-        } else {
-            None
-        };
-        let targets = parse_targets(&self.target, peers.as_ref())?;
-        if targets.iter().any(|t| matches!(t, Target::Peer { .. }))
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}"))?;
+        let server_exe =
+            std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(|| exe.clone(), std::path::PathBuf::from);
+        let available =
+            Targets::of_this_checkout(server_exe).map_err(|e| format!("cannot read the peers: {e}"))?;
+        let targets = parse_targets(&self.target, &available)?;
+        if targets.iter().any(|t| matches!(t, Target::Peer(_)))
             && !matches!(self.db, BenchDb::Managed | BenchDb::Url(DbUrl::Neo4j(_)))
         {
             return Err("a peer target reads Neo4j: use --db neo4j or --db bolt://HOST:PORT".to_string());
@@ -175,9 +173,6 @@ impl BenchArgs {
                 humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
             std::path::PathBuf::from("results").join(stamp)
         });
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}"))?;
-        let server_exe =
-            std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(|| exe.clone(), std::path::PathBuf::from);
         Ok(BenchPlan {
             apis,
             connections,
@@ -187,7 +182,7 @@ impl BenchArgs {
             db_cpus,
             db_warm,
             targets,
-            peers,
+            available,
             db_client: self.db_client.to_args(),
             model: self.model,
             embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
@@ -201,9 +196,46 @@ impl BenchArgs {
             quick: self.quick,
             out,
             exe,
-            server_exe,
             progress: false,
             placement,
         })
+    }
+}
+
+/// Parses `--target`: a comma list of `blocklab` (each endpoint under its own
+/// model) and server peers that serve `/getDataAsync` (study 1's database endpoints).
+pub fn parse_targets(list: &str, available: &Targets) -> Result<Vec<Target>, String> {
+    let own = [Target::Blocklab(None)];
+    let mut targets = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let target = available.named(name, &own, Endpoint::GetDataAsync.path(), "--target")?;
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    if targets.is_empty() {
+        return Err("--target names no server".to_string());
+    }
+    Ok(targets)
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+    use crate::harness::target::BLOCKLAB;
+
+    #[test]
+    fn targets_parse_from_the_checkouts_peers() {
+        let available = Targets::of_this_checkout(std::path::PathBuf::from("blocklab")).unwrap();
+        let targets = parse_targets("blocklab,play,blocklab", &available).unwrap();
+        assert_eq!(targets.len(), 2);
+        assert_eq!((targets[0].name(), targets[1].name()), (BLOCKLAB.to_string(), "play".to_string()));
+        assert!(
+            targets[1].serves(Endpoint::GetDataAkka.path())
+                && !targets[1].serves(Endpoint::GetDataSpawnBlocking.path())
+        );
+        let err = parse_targets("tomcat", &available).unwrap_err();
+        assert!(err.starts_with("unknown --target 'tomcat' (blocklab, play"), "{err}");
+        assert!(parse_targets(",", &available).is_err());
     }
 }

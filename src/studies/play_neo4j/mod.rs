@@ -3,6 +3,7 @@
 //! Test IDs and matrix, the seed's published table, how it runs, its tables,
 //! charts and reading — on the [`crate::harness`], which knows no study.
 //!
+//! * [`test_id`] — the seed's Test IDs and the endpoints measured.
 //! * [`args`] — `blocklab bench`'s flags, validated into a [`BenchPlan`].
 //! * [`run`] — a fresh server per Test ID, repeated loads, `/metrics` scraped.
 //! * [`results`] — the records, the seed's table, normalization.
@@ -18,7 +19,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod tables;
-pub mod target;
+pub mod test_id;
 
 use std::io::IsTerminal;
 use std::sync::Arc;

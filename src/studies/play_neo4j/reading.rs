@@ -4,6 +4,7 @@
 
 use super::results::{BLOCKLAB, BenchResults, RunRecord, RunStatus, TestId, TestRecord};
 use super::tables::{ms, pct, rps};
+use super::test_id::HasTestId;
 use crate::server::Endpoint;
 
 fn best(results: &BenchResults, endpoint: Endpoint) -> Option<(&TestRecord, &RunRecord)> {

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::test_id::TestId;
+use super::test_id::{HasTestId, MEASURED};
 pub use crate::harness::conditions::Machine;
 use crate::harness::placement::Placement;
 use crate::harness::scrape::ServerFigures;
 use crate::server::Endpoint;
-pub use crate::server::endpoint::TestId;
 
 /// The version of the `results.json` shape.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -273,8 +274,7 @@ pub struct BenchResults {
     pub normalized: Vec<NormalizedRow>,
 }
 
-/// The name of blocklab's own server among the targets.
-pub const BLOCKLAB: &str = "blocklab";
+pub use crate::harness::target::BLOCKLAB;
 
 impl BenchResults {
     /// The record of `target`'s `test_id`.
@@ -318,7 +318,7 @@ impl BenchResults {
 
 /// Database reads one request of Test ID `id` makes (0 for an unknown one).
 pub fn reads_of_test(id: TestId) -> f64 {
-    Endpoint::MEASURED.iter().find(|e| e.test_id() == Some(id)).map_or(0.0, |e| reads_per_request(*e))
+    MEASURED.iter().find(|e| e.test_id() == Some(id)).map_or(0.0, |e| reads_per_request(*e))
 }
 
 /// Database reads one request of `endpoint` makes (the `…2` endpoints read twice, in sequence).

@@ -26,15 +26,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::results::{
     BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord,
 };
-use super::target::Target;
+use super::test_id::{HasTestId, MEASURED};
 use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::conditions;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::jvm;
-use crate::harness::peers::Peers;
 use crate::harness::placement::{self, Placement};
+use crate::harness::process::ServerProcess;
 use crate::harness::scrape::{Scrape, ServerFigures};
-use crate::harness::target::ServerProcess;
+use crate::harness::target::{Target, Targets};
 use crate::load::report::LoadReport;
 use crate::server::{Endpoint, Model};
 
@@ -88,8 +88,10 @@ pub struct BenchPlan {
     pub db_warm: Duration,
     /// The servers measured, in order.
     pub targets: Vec<Target>,
-    /// The peers of this checkout (read when a peer or a managed database is asked for).
-    pub peers: Option<Peers>,
+    /// Every target of this checkout: the blocklab binary that serves
+    /// (normally this one, or `$BLOCKLAB_SERVER_EXE` to measure another
+    /// build) and the peers.
+    pub available: Targets,
     /// Client flags for a networked database (`--db-pool` ...), passed to each server.
     pub db_client: Vec<String>,
     /// blocklab's server stack (`serve --model`: reactive or lean).
@@ -108,9 +110,6 @@ pub struct BenchPlan {
     pub out: PathBuf,
     /// The blocklab binary to run as the load generator.
     pub exe: PathBuf,
-    /// The binary to run as the server (`blocklab serve ...`); normally the
-    /// same, or `$BLOCKLAB_SERVER_EXE` to measure another build.
-    pub server_exe: PathBuf,
     /// Draw a progress bar.
     pub progress: bool,
     /// CPU placement.
@@ -120,11 +119,11 @@ pub struct BenchPlan {
 /// Parses `all` or a comma list of paths, names or Test IDs (`/getData`, `getDataAsync`, `9`).
 pub fn parse_apis(s: &str) -> Result<Vec<Endpoint>, String> {
     if s.trim() == "all" {
-        return Ok(Endpoint::MEASURED.to_vec());
+        return Ok(MEASURED.to_vec());
     }
     let mut apis = Vec::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let found = Endpoint::MEASURED.into_iter().find(|e| {
+        let found = MEASURED.into_iter().find(|e| {
             let path = e.path();
             item == path
                 || item.eq_ignore_ascii_case(&path[1..])
@@ -134,7 +133,7 @@ pub fn parse_apis(s: &str) -> Result<Vec<Endpoint>, String> {
             Some(e) if !apis.contains(&e) => apis.push(e),
             Some(_) => {}
             None => {
-                let known: Vec<String> = Endpoint::MEASURED
+                let known: Vec<String> = MEASURED
                     .iter()
                     .map(|e| format!("{} ({})", e.path(), e.test_id().unwrap_or(TestId(0))))
                     .collect();
@@ -173,8 +172,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     // Started (and, when managed, seeded and warmed) first; dropped last,
     // which stops and wipes a managed one on every path out of here.
     let database = open_database(plan, interrupt)?;
-    let ceiling = match (&database.managed, &plan.peers) {
-        (Some(db), Some(peers)) if !interrupt.load(Relaxed) => {
+    let ceiling = match (&database.managed, &plan.available.peers) {
+        (Some(db), peers) if !interrupt.load(Relaxed) => {
             let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
             eprintln!(
                 "bench: measuring Neo4j's ceiling for the read ({}: the Java driver, no HTTP, where the servers run)",
@@ -221,7 +220,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         };
         let who = format!("{} Test ID {test_id} {}", target.name(), api.path());
         bar.set_message(format!("{who} ({}/{})", i + 1, cells.len()));
-        if !target.serves(*api) {
+        if !target.serves(api.path()) {
             record.status = RunStatus::NotServed;
             record.failure = Some(format!("not served by {}", target.name()));
             say(plan, &bar, format!("{who}: not served by {}", target.name()));
@@ -235,12 +234,13 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                 say(plan, &bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
             }
             Ok(mut server) => {
+                let target_name = target.name();
                 for run_id in 1..=plan.runs {
                     // Requests of the runs before this one, for the progress bar.
                     let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
-                    let scraped = matches!(target, Target::Blocklab);
+                    let scraped = matches!(target, Target::Blocklab(_));
                     let cell =
-                        Cell { api: *api, target: target.name(), scraped, db: database.managed.as_ref() };
+                        Cell { api: *api, target: &target_name, scraped, db: database.managed.as_ref() };
                     match run_once(plan, &cell, run_id, &mut server, &bar, done, interrupt) {
                         Ok((run, scrape_info)) => {
                             if !plan.progress {
@@ -351,8 +351,7 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
         }
         BenchDb::Managed => {}
     }
-    let peers =
-        plan.peers.as_ref().ok_or_else(|| anyhow::anyhow!("--db neo4j needs the checkout's peers"))?;
+    let peers = &plan.available.peers;
     let cpus = placement::list(&plan.db_cpus);
     let pin = plan.placement.pinned.then_some(cpus.as_str());
     eprintln!("bench: starting Neo4j (scripts/neo4j) on a free loopback port, pinned to CPU {cpus}");
@@ -401,7 +400,7 @@ fn warm(plan: &BenchPlan, database: &Database) -> anyhow::Result<()> {
         humantime::format_duration(plan.db_warm)
     );
     let cpu_before = database.managed.as_ref().and_then(ManagedNeo4j::cpu_time);
-    let mut server = start_server(plan, &Target::Blocklab, database, TestId(0))
+    let mut server = start_server(plan, &Target::Blocklab(None), database, TestId(0))
         .map_err(|e| anyhow::anyhow!("the warm-up server failed to start: {e}"))?;
     let json = plan.out.join("raw/warm-up.json");
     let stop = ["-z".to_string(), format!("{}ms", plan.db_warm.as_millis().max(1))];
@@ -437,32 +436,22 @@ fn start_server(
     test_id: TestId,
 ) -> Result<ServerProcess, String> {
     let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-    match target {
-        Target::Blocklab => ServerProcess::start(
-            &plan.server_exe,
-            &server_args(plan),
-            pin.as_deref(),
-            &[("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()), ("BLOCKLAB_DB", database.url.full_url())],
-            Duration::from_secs(300),
-        ),
-        Target::Peer { name, .. } => {
-            let peers = plan.peers.as_ref().ok_or("the peers were not read")?;
-            let mut command = match &pin {
-                Some(cpus) => {
-                    let mut c = Command::new("taskset");
-                    c.args(["-c", cpus]).arg(&peers.script);
-                    c
-                }
-                None => Command::new(&peers.script),
-            };
-            // A peer takes its database on the command line: a managed one
-            // has no credentials to show.
-            command
-                .args(["run", name, "--listen", "127.0.0.1:0", "--db", &database.url.full_url()])
-                .args(["--nodes", &plan.nodes.to_string()]);
-            ServerProcess::spawn(command, Duration::from_secs(120))
+    // A peer takes its database on the command line (a managed one has no
+    // credentials to show); blocklab through the environment (BLOCKLAB_DB).
+    let args = match target {
+        Target::Blocklab(_) => server_args(plan),
+        _ => {
+            ["--db", &database.url.full_url(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec()
         }
+    };
+    let mut command =
+        plan.available.command(target, pin.as_deref(), &args).ok_or("a running service has no command")?;
+    if matches!(target, Target::Blocklab(_)) {
+        command
+            .env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())
+            .env("BLOCKLAB_DB", database.url.full_url());
     }
+    ServerProcess::spawn(command, Duration::from_secs(if target.is_jvm() { 120 } else { 300 }))
 }
 
 /// A line for the reader: above the progress bar on a terminal; else a plain

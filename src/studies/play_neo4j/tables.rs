@@ -2,6 +2,7 @@
 //! Markdown (results.md, stdout) or HTML (report.html).
 
 use super::results::{BenchResults, RunRecord, RunStatus, TestId, TestRecord};
+use super::test_id::HasTestId;
 use crate::server::Endpoint;
 
 /// A table: headers and rows of cells.

@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::plan::{Client, DEFAULT_LEVELS, QUICK_LEVELS, SweepPlan};
-use super::target::{Target, default_targets};
+use super::plan::{
+    Client, DEFAULT_LEVELS, DELAY_PATH, QUICK_LEVELS, SweepPlan, default_targets, own_targets,
+};
 use crate::flags::{parse_duration, parse_positive_duration, parse_size};
-use crate::harness::peers::Peers;
+use crate::harness::target::{Target, Targets};
 
 /// What `blocklab sweep --help` shows after the flags.
 pub const SWEEP_EXAMPLES: &str = "\
@@ -108,13 +109,18 @@ impl SweepArgs {
 
     /// The validated plan (the output folder is not created here).
     pub fn plan(&self) -> Result<SweepPlan, String> {
-        let peers = Peers::of_this_checkout()?;
+        let exe = std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(
+            || std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}")),
+            |exe| Ok(std::path::PathBuf::from(exe)),
+        )?;
+        let available = Targets::of_this_checkout(exe)?;
         let targets = match (&self.url, &self.targets) {
-            (Some(url), _) => vec![url_target(url)?],
-            (None, Some(names)) => {
-                names.iter().map(|n| Target::parse(n, &peers)).collect::<Result<Vec<_>, _>>()?
-            }
-            (None, None) => default_targets(&peers, self.quick),
+            (Some(url), _) => vec![Target::url(url).map_err(|e| format!("--url {e}"))?],
+            (None, Some(names)) => names
+                .iter()
+                .map(|n| available.named(n, &own_targets(), DELAY_PATH, "target"))
+                .collect::<Result<Vec<_>, _>>()?,
+            (None, None) => default_targets(&available, self.quick),
         };
         if targets.is_empty() {
             return Err("--targets is empty".to_string());
@@ -143,10 +149,6 @@ impl SweepArgs {
                 humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "-");
             std::path::PathBuf::from("results").join(format!("sweep-{stamp}"))
         });
-        let exe = std::env::var_os("BLOCKLAB_SERVER_EXE").map_or_else(
-            || std::env::current_exe().map_err(|e| format!("cannot find the blocklab binary: {e}")),
-            |exe| Ok(std::path::PathBuf::from(exe)),
-        )?;
         Ok(SweepPlan {
             targets,
             levels,
@@ -156,8 +158,7 @@ impl SweepArgs {
             jvm_opts: std::env::var("JAVA_OPTS").unwrap_or_else(|_| super::plan::JVM_OPTS.to_string()),
             timeout: self.timeout,
             out,
-            exe,
-            peers,
+            available,
             placement: crate::harness::placement::Placement::detect(),
             use_cgroups: !self.no_cgroup,
             client: self.client,
@@ -165,21 +166,4 @@ impl SweepArgs {
             per_address: self.connections_per_address,
         })
     }
-}
-
-/// A `--url` target: http://HOST:PORT/PATH, resolved now.
-fn url_target(url: &str) -> Result<Target, String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("--url takes http://HOST:PORT/PATH, got '{url}'"))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let with_port = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
-        .map_err(|e| format!("--url: cannot resolve '{authority}': {e}"))?
-        .next()
-        .ok_or_else(|| format!("--url: '{authority}' resolves to no address"))?;
-    Ok(Target::Url { url: url.to_string(), addr, host: authority.to_string(), path: path.to_string() })
 }

@@ -25,7 +25,6 @@ pub mod results;
 pub mod run;
 pub mod seed;
 pub mod step;
-pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,7 +34,6 @@ use anyhow::Context;
 
 pub use args::SweepArgs;
 pub use plan::SweepPlan;
-pub use target::Target;
 
 use super::study::{Study, StudyRun};
 use crate::command::{watch_for_interrupt, writable_dir};
@@ -92,8 +90,9 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
 pub fn sweep_run(args: &SweepArgs) -> Result<SweepResults, Failure> {
     let plan = args.plan().map_err(Failure::Usage)?;
     writable_dir(&plan.out)?;
-    if plan.client == plan::Client::Jmeter && !plan.peers.is_built(jmeter::PEER) {
-        let why = plan.peers.why_not_buildable(jmeter::PEER).map_or(String::new(), |r| format!(" ({r})"));
+    if plan.client == plan::Client::Jmeter && !plan.available.peers.is_built(jmeter::PEER) {
+        let why =
+            plan.available.peers.why_not_buildable(jmeter::PEER).map_or(String::new(), |r| format!(" ({r})"));
         return Err(Failure::Usage(format!(
             "--client jmeter: the jmeter peer is not built{why}: run scripts/peers build jmeter"
         )));
@@ -101,7 +100,7 @@ pub fn sweep_run(args: &SweepArgs) -> Result<SweepResults, Failure> {
     if plan.placement.pinned && !plan.placement.shared {
         crate::harness::pin_self(&crate::harness::placement::list(&plan.placement.load_cpus));
     }
-    let names: Vec<String> = plan.targets.iter().map(Target::name).collect();
+    let names: Vec<String> = plan.targets.iter().map(crate::harness::target::Target::name).collect();
     eprintln!(
         "sweep: {} at levels {:?}, /delay {} ms, client {}; writing to {}",
         names.join(", "),

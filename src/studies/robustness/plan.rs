@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::target::Target;
-use crate::harness::peers::Peers;
 use crate::harness::placement::Placement;
+use crate::harness::target::{Target, Targets};
+use crate::server::Model;
 
 /// The seed's levels of concurrency, and blocklab's beyond them.
 pub const DEFAULT_LEVELS: [usize; 10] = [100, 200, 400, 600, 700, 800, 1000, 2000, 5000, 10_000];
@@ -61,10 +61,9 @@ pub struct SweepPlan {
     pub timeout: Duration,
     /// Output folder.
     pub out: PathBuf,
-    /// The `blocklab` binary the Rust targets run.
-    pub exe: PathBuf,
-    /// The peers of this checkout (`peers/*/peer.toml`), and the script that runs them.
-    pub peers: Peers,
+    /// Every target of this checkout: blocklab's binary and the peers
+    /// (`peers/*/peer.toml`) with the script that runs them.
+    pub available: Targets,
     /// CPUs of the targets and of the load.
     pub placement: Placement,
     /// Who sends the requests.
@@ -77,3 +76,26 @@ pub struct SweepPlan {
     /// ([`super::step::CONNECTIONS_PER_ADDRESS`]; lower only in tests).
     pub per_address: usize,
 }
+
+/// The path every swept target must serve.
+pub const DELAY_PATH: &str = "/delay";
+
+/// blocklab's targets in study 2: the server under each of its models.
+pub fn own_targets() -> Vec<Target> {
+    Model::ALL.into_iter().map(Target::model).collect()
+}
+
+/// Every target by default: the four server models, then every server peer
+/// that serves `/delay`; with `quick`, of the peers only [`QUICK_PEERS`].
+pub fn default_targets(available: &Targets, quick: bool) -> Vec<Target> {
+    let mut targets = own_targets();
+    targets.extend(
+        available.peers_serving(DELAY_PATH).filter(|t| !quick || QUICK_PEERS.contains(&t.name().as_str())),
+    );
+    targets
+}
+
+/// The peers `--quick` sweeps beside the four models: the seed's two
+/// applications and Go (a JVM costs ~15 s a target to start and step, so the
+/// engines and virtual threads wait for the full run).
+pub const QUICK_PEERS: [&str; 3] = ["go-nethttp", "spring-web", "spring-webflux"];

@@ -9,10 +9,11 @@ use super::reading::{self, failures, head, verdict};
 use super::results::{Death, Step, StepStatus, SweepResults};
 use super::step::Outcome;
 
-/// One line for stderr after a step.
-pub fn progress_line(target: &str, step: &Step, died: Option<&Death>) -> String {
+/// One line for stderr after a step, the target's name padded to `width`
+/// (the longest name swept) so that the columns line up.
+pub fn progress_line(target: &str, width: usize, step: &Step, died: Option<&Death>) -> String {
     let mut line = format!(
-        "{target:<10} {:>6} concurrent: {:>5.1} % ok, min {} ms, max {} ms, peak {}, {} threads",
+        "{target:<width$} {:>6} concurrent: {:>5.1} % ok, min {} ms, max {} ms, peak {}, {} threads",
         step.level,
         step.success_rate.unwrap_or(0.0) * 100.0,
         ms(step.min_ms),

@@ -16,10 +16,10 @@ use super::plan::{Client, SweepPlan, go_memory_limit};
 use super::report;
 use super::results::{Death, DeathKind, Step, StepStatus, SweepResults, TargetResult};
 use super::step;
-use super::target::Target;
 use crate::harness::cgroup::MemoryCgroup;
 use crate::harness::placement;
-use crate::harness::target::ServerProcess;
+use crate::harness::process::ServerProcess;
+use crate::harness::target::Target;
 
 /// Runs the sweep; `interrupt` set (SIGINT) stops it between and within steps.
 pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResults> {
@@ -51,7 +51,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
             format!(
                 "JMeter, the seed's client (the jmeter peer: {}): one thread group of N threads, ramp-up 0, one \
                  GET each; JMeter starts them one by one (see each step's spread); JTLs in jtl/",
-                plan.peers.get(jmeter::PEER).map_or("", |p| p.versions.as_str())
+                plan.available.peers.get(jmeter::PEER).map_or("", |p| p.versions.as_str())
             )
         }
     };
@@ -75,16 +75,15 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         targets: Vec::new(),
     };
     for target in &plan.targets {
-        if let Target::Peer { name, .. } = target {
-            if !plan.peers.is_built(name) {
-                let w = skipped_peer(plan, name);
+        if let Target::Peer(peer) = target {
+            let name = &peer.name;
+            if !plan.available.is_built(target) {
+                let w = plan.available.why_skipped(target);
                 eprintln!("sweep: {w}");
                 results.warnings.push(w);
                 continue;
             }
-            if let Some(peer) = plan.peers.get(name) {
-                results.versions.insert(name.clone(), peer.versions.clone());
-            }
+            results.versions.insert(name.clone(), peer.versions.clone());
             if target.is_jvm()
                 && !results.versions.contains_key("java")
                 && let Ok(out) = Command::new("java").arg("-version").output()
@@ -137,38 +136,25 @@ fn fits(level: usize, limit: Option<u64>) -> bool {
     limit.is_none_or(|limit| level as u64 + SPARE_DESCRIPTORS <= limit)
 }
 
-/// Why the peer `name` is skipped, and the command that adds it, in one line.
-fn skipped_peer(plan: &SweepPlan, name: &str) -> String {
-    let script = "scripts/peers";
-    match plan.peers.why_not_buildable(name) {
-        None => format!("skipped {name}: not built; add it with: {script} build {name}"),
-        Some(reason) => {
-            format!("skipped {name}: {reason}; then add it with: {script} install && {script} build {name}")
-        }
-    }
+/// The longest target name swept, for the progress lines' first column.
+fn name_width(plan: &SweepPlan) -> usize {
+    plan.targets.iter().map(|t| t.name().chars().count()).max().unwrap_or(0)
 }
 
 /// The command that starts `target`, pinned to the targets' CPUs.
-fn command_for(plan: &SweepPlan, target: &Target) -> Command {
-    let mut command = Command::new("taskset");
-    command.args(["-c", &placement::list(&plan.placement.server_cpus)]);
-    match target {
-        Target::Model(model) => {
-            command.arg(&plan.exe).args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model"]);
-            command.arg(model.name());
-        }
-        Target::Peer { name, .. } => {
-            let run = plan.peers.run_command(name, "127.0.0.1:0");
-            command.arg(run.get_program()).args(run.get_args());
-            // The seed's heap, set here rather than left to the peer's default,
-            // so that the report says what the JVM really ran with.
-            if target.is_jvm() {
-                command.env("JAVA_OPTS", &plan.jvm_opts);
-            }
-        }
-        Target::Url { .. } => unreachable!("a URL target has no command"),
+fn command_for(plan: &SweepPlan, target: &Target) -> Option<Command> {
+    let cpus = placement::list(&plan.placement.server_cpus);
+    let args: Vec<String> = match target {
+        Target::Blocklab(_) => vec!["--nodes".into(), "100".into()],
+        _ => Vec::new(),
+    };
+    let mut command = plan.available.command(target, Some(&cpus), &args)?;
+    // The seed's heap, set here rather than left to the peer's default, so
+    // that the report says what the JVM really ran with.
+    if target.is_jvm() {
+        command.env("JAVA_OPTS", &plan.jvm_opts);
     }
-    command
+    Some(command)
 }
 
 fn sweep_target(
@@ -192,9 +178,9 @@ fn sweep_target(
         warmup: None,
     };
     let (addr, host, path) = match target {
-        Target::Url { addr, host, path, .. } => {
+        Target::Url(service) => {
             result.cap = "none: a running service (--url) is not managed".to_string();
-            (*addr, host.clone(), path.clone())
+            (service.addr, service.host.clone(), service.path.clone())
         }
         _ => (
             "127.0.0.1:0".parse().expect("valid"),
@@ -205,9 +191,8 @@ fn sweep_target(
     // The managed process and its cgroup (dropped in this order: process first).
     let mut cgroup = None;
     let mut server = None;
-    if !matches!(target, Target::Url { .. }) {
+    if let Some(mut command) = command_for(plan, target) {
         let cap = if target.is_jvm() { plan.jvm_memory } else { Some(plan.memory) };
-        let mut command = command_for(plan, target);
         if plan.use_cgroups {
             let cgroup_name = format!("blocklab-sweep-{}-{name}", std::process::id());
             match MemoryCgroup::create(&cgroup_name, cap) {
@@ -290,12 +275,12 @@ fn sweep_target(
             })),
             Client::Jmeter => {
                 let url = match target {
-                    Target::Url { url, .. } => url.clone(),
+                    Target::Url(service) => service.url.clone(),
                     _ => format!("http://{addr}{path}"),
                 };
                 let jtl = plan.out.join("jtl").join(format!("{}-{level}.jtl", file_name(&name)));
                 let cpus = placement::list(&plan.placement.load_cpus);
-                jmeter::run(&plan.peers, &url, level, plan.timeout, &jtl, &cpus, interrupt)
+                jmeter::run(&plan.available.peers, &url, level, plan.timeout, &jtl, &cpus, interrupt)
             }
         };
         let samples = sampler.stop();
@@ -330,7 +315,7 @@ fn sweep_target(
             alive_after: Some(died.is_none()),
             load: Some(load),
         };
-        eprintln!("sweep: {}", report::progress_line(&name, &step, died.as_ref()));
+        eprintln!("sweep: {}", report::progress_line(&name, name_width(plan), &step, died.as_ref()));
         if rate >= 1.0 && died.is_none() {
             result.highest_full_success = Some(level);
         }
