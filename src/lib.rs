@@ -10,8 +10,9 @@
 //!   [`studies::play_neo4j`] (study 1, `blocklab bench`) and
 //!   [`studies::robustness`] (study 2, `blocklab sweep`); `blocklab studies`
 //!   builds the peers and runs them all.
-//! * [`harness`] — what every study needs and no study's knowledge: targets
-//!   as child processes, the peers read from `peers/*/peer.toml`
+//! * [`harness`] — what every study needs and no study's knowledge: every
+//!   target, one kind of thing ([`harness::target`]), started as a child
+//!   process ([`harness::process`]), the peers read from `peers/*/peer.toml`
 //!   ([`harness::peers`]), CPU placement, memory-capped cgroups, `/metrics`
 //!   scrapes, conditions, the pieces of a report.
 //! * [`server`] — `blocklab serve`: the router, one handler per execution
@@ -24,6 +25,8 @@
 //!   embedded, FalkorDB and Neo4j backends.
 //! * [`http1`] — the HTTP/1.1 codec blocklab owns, both sides.
 //! * [`proc`] — the one place `/proc` is read (on the `procfs` crate).
+//! * [`page`] — what every report page and chart is made of (the studies'
+//!   reports and `blocklab load --html` alike).
 //!
 //! And the command line: [`cli`] (the subcommands and the dispatch; each
 //! subcommand's flags live beside it: `server/args.rs`, `load/args.rs`,
@@ -40,6 +43,7 @@ pub mod graph;
 pub mod harness;
 pub mod http1;
 pub mod load;
+pub mod page;
 pub mod proc;
 pub mod seed;
 pub mod server;

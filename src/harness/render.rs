@@ -1,62 +1,7 @@
-//! What every study's report is made of, whatever the study: a chart (an
-//! SVG document with its file name and title), and the pieces of a
-//! self-contained HTML page (the style, escaping, SVG inlining).
+//! The index page of the main job (`blocklab studies`), which leads to every
+//! study's report; the pieces every page is made of are [`crate::page`]'s.
 
-/// A chart: file name, title, SVG text.
-pub struct Chart {
-    /// File name under `charts/`.
-    pub file: &'static str,
-    /// Title.
-    pub title: String,
-    /// The SVG document.
-    pub svg: String,
-}
-
-/// Escapes text for HTML.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// The one style sheet of every report page.
-pub const STYLE: &str = "
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2rem auto; max-width: 1100px;
-       color: #1b1f24; line-height: 1.45; padding: 0 1rem; }
-h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; }
-.sub { color: #57606a; margin-top: 0; }
-table { border-collapse: collapse; margin: .8rem 0; font-size: .88rem; }
-th, td { border: 1px solid #d0d7de; padding: .28rem .55rem; text-align: right; }
-th { background: #f6f8fa; } td:nth-child(3), th:nth-child(3) { text-align: left; }
-.normalized td:nth-child(2), .normalized th:nth-child(2) { text-align: left; }
-.normalized td:nth-child(3) { text-align: right; }
-ul.reading li { margin: .35rem 0; }
-.warn { background: #fff8c5; border: 1px solid #d4a72c; padding: .5rem .8rem; border-radius: 6px; }
-.fail { background: #ffebe9; border: 1px solid #cf222e; padding: .5rem .8rem; border-radius: 6px; }
-.chart { margin: 1rem 0; } .chart svg { max-width: 100%; height: auto; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; } dt { font-weight: 600; }
-.glossary td { text-align: left; }
-";
-
-/// An SVG document without its XML declaration, to inline in a page.
-pub fn strip_xml_decl(svg: &str) -> &str {
-    match svg.find("<svg") {
-        Some(i) => &svg[i..],
-        None => svg,
-    }
-}
-
-/// The charts as page blocks: each SVG inline in a titled `div.chart`.
-pub fn charts_html(charts: &[Chart]) -> String {
-    charts
-        .iter()
-        .map(|chart| {
-            format!(
-                "<div class=\"chart\" title=\"{}\">{}</div>",
-                escape(&chart.title),
-                strip_xml_decl(&chart.svg)
-            )
-        })
-        .collect()
-}
+use crate::page::{STYLE, escape};
 
 /// One study on the index page: where its report is, what it is, what ran,
 /// what was skipped, and the versions of what ran.

@@ -1,16 +1,13 @@
 //! The charts of one run's page (`--html`): the latency distribution
 //! (percentile spectrum, as HdrHistogram plots it) and the timeline —
 //! throughput and errors, p50 and p99, connections open — second by second.
-//! Drawn with plotters into SVG in the studies' style (same palette, size
-//! and fonts) and wrapped as [`Chart`]s for the studies' page helpers.
+//! Drawn with plotters into SVG in the studies' look ([`crate::page`]: the
+//! same palette, lines, legend and fonts).
 
 use plotters::prelude::*;
 
 use super::report::{LoadReport, decode_histogram};
-use crate::harness::render::Chart;
-
-const COLORS: [RGBColor; 4] =
-    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+use crate::page::{Chart, DrawError, canvas, draw_legend, draw_line};
 
 /// A named line of (x, y) points.
 type Line = (String, Vec<(f64, f64)>);
@@ -18,7 +15,7 @@ type Line = (String, Vec<(f64, f64)>);
 /// Every chart of the run's page (a chart that cannot be drawn is left out).
 pub fn all(report: &LoadReport) -> Vec<Chart> {
     let mut charts = Vec::new();
-    let mut push = |file: &'static str, title: &str, svg: Result<String, Box<dyn std::error::Error>>| {
+    let mut push = |file: &'static str, title: &str, svg: Result<String, DrawError>| {
         if let Ok(svg) = svg {
             charts.push(Chart { file, title: title.to_string(), svg });
         }
@@ -70,7 +67,7 @@ fn plain(x: &f64) -> String {
 }
 
 /// Percentile spectrum: x is log10(1 / (1 - q)), so 90 %, 99 %, 99.9 % are evenly spaced.
-fn distribution(report: &LoadReport) -> Result<String, Box<dyn std::error::Error>> {
+fn distribution(report: &LoadReport) -> Result<String, DrawError> {
     let mut lines: Vec<Line> = Vec::new();
     let encoded =
         [("measured", Some(&report.histograms.latency)), ("corrected", report.histograms.corrected.as_ref())];
@@ -109,14 +106,13 @@ fn line_chart(
     y_desc: &str,
     lines: &[Line],
     x_label: &dyn Fn(&f64) -> String,
-) -> Result<String, Box<dyn std::error::Error>> {
+) -> Result<String, DrawError> {
     let points = || lines.iter().flat_map(|(_, p)| p.iter());
     let x_hi = points().map(|p| p.0).fold(0.0, f64::max).max(1.0);
     let y_hi = points().map(|p| p.1).fold(0.0, f64::max).max(1e-3) * 1.12;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
-        root.fill(&WHITE)?;
+        let root = canvas(&mut svg, (900, 420))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
@@ -132,19 +128,9 @@ fn line_chart(
             .label_style(("sans-serif", 13))
             .draw()?;
         for (i, (name, points)) in lines.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            draw_line(&mut chart, i, name, points)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 13))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
     }
     Ok(svg)

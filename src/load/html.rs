@@ -4,7 +4,7 @@
 //! pieces (style, escaping, inline SVG).
 
 use super::report::LoadReport;
-use crate::harness::render::{STYLE, charts_html, escape};
+use crate::page::{STYLE, charts_html, escape};
 
 /// The page: `summary` is the text `blocklab load` printed (thresholds included).
 pub fn page(report: &LoadReport, summary: &str) -> String {

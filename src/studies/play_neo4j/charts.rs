@@ -5,10 +5,8 @@ use plotters::prelude::*;
 
 use super::results::{BLOCKLAB, BenchResults, TestRecord};
 
-pub use crate::harness::render::Chart;
-
-const SERIES_COLORS: [RGBColor; 4] =
-    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+pub use crate::page::Chart;
+use crate::page::{DrawError, canvas, color, draw_legend};
 
 /// A named series of values, one per category (None: no bar).
 struct Series {
@@ -139,15 +137,14 @@ fn hbars(
     log: bool,
     max: Option<f64>,
     line: Option<&(f64, String)>,
-) -> Result<String, Box<dyn std::error::Error>> {
+) -> Result<String, DrawError> {
     let n = categories.len().max(1);
     let keys = series.len() + usize::from(line.is_some());
     let legend = if keys > 1 { 18 * keys + 20 } else { 0 };
     let height = (110 + n * (14 * series.len() + 22) + legend) as u32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
-        root.fill(&WHITE)?;
+        let root = canvas(&mut svg, (900, height))?;
         let values: Vec<f64> = series
             .iter()
             .flat_map(|s| s.values.iter().flatten().copied())
@@ -196,7 +193,7 @@ fn hbars(
                     .label_style(("sans-serif", 13))
                     .draw()?;
                 for (j, s) in series.iter().enumerate() {
-                    let color = SERIES_COLORS[j % SERIES_COLORS.len()];
+                    let color = color(j);
                     let bars = s.values.iter().enumerate().filter_map(|(i, v)| {
                         let v = (*v)?;
                         let (y0, y1) = bar(i, j);
@@ -230,13 +227,7 @@ fn hbars(
                         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(2)));
                 }
                 if keys > 1 {
-                    chart
-                        .configure_series_labels()
-                        .position(SeriesLabelPosition::LowerRight)
-                        .background_style(WHITE.mix(0.85))
-                        .border_style(BLACK.mix(0.3))
-                        .label_font(("sans-serif", 13))
-                        .draw()?;
+                    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
                 }
             }};
         }

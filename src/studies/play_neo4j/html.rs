@@ -4,7 +4,7 @@
 
 use super::results::BenchResults;
 use super::tables::{self, Table};
-use crate::harness::render::{Chart, STYLE, charts_html, escape};
+use crate::page::{Chart, STYLE, charts_html, escape};
 
 fn table(t: &Table) -> String {
     let mut out = String::from("<table><thead><tr>");

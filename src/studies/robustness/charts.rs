@@ -7,16 +7,7 @@ use plotters::prelude::*;
 
 use super::results::{Step, StepStatus, SweepResults};
 use super::seed::{MAX_MARKS, SEED_DELAY_MS, SUCCESS_MARKS, SeedMark};
-use crate::harness::render::Chart;
-
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
+use crate::page::{Chart, DrawError, canvas, color, draw_legend, draw_line};
 
 /// A chart's file, title, y axis and the figure of a step it draws.
 type ChartSpec = (&'static str, &'static str, &'static str, fn(&Step) -> Option<f64>);
@@ -70,7 +61,7 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
 
 /// One row per target: its KiB per in-flight request, the whole process
 /// (cgroup peak) and, for a JVM, its heap.
-fn per_request_chart(results: &SweepResults) -> Result<String, Box<dyn std::error::Error>> {
+fn per_request_chart(results: &SweepResults) -> Result<String, DrawError> {
     let rows: Vec<(String, f64, Option<f64>)> = results
         .targets
         .iter()
@@ -83,8 +74,7 @@ fn per_request_chart(results: &SweepResults) -> Result<String, Box<dyn std::erro
     let height = 90 + 44 * rows.len().max(1) as u32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
-        root.fill(&WHITE)?;
+        let root = canvas(&mut svg, (900, height))?;
         let n = rows.len().max(1);
         let mut chart = ChartBuilder::on(&root)
             .caption("Memory per in-flight request, over the levels held at 100 %", ("sans-serif", 20))
@@ -112,7 +102,7 @@ fn per_request_chart(results: &SweepResults) -> Result<String, Box<dyn std::erro
             let top = n as f64 - i as f64 - 0.15;
             chart.draw_series(std::iter::once(Rectangle::new(
                 [(0.0, top - 0.35), (*process, top)],
-                COLORS[0].filled(),
+                color(0).filled(),
             )))?;
             chart.draw_series(std::iter::once(Text::new(
                 format!("{process:.1} process"),
@@ -122,7 +112,7 @@ fn per_request_chart(results: &SweepResults) -> Result<String, Box<dyn std::erro
             if let Some(heap) = heap {
                 chart.draw_series(std::iter::once(Rectangle::new(
                     [(0.0, top - 0.7), (*heap, top - 0.35)],
-                    COLORS[1].filled(),
+                    color(1).filled(),
                 )))?;
                 chart.draw_series(std::iter::once(Text::new(
                     format!("{heap:.1} heap"),
@@ -141,7 +131,7 @@ fn lines_chart(
     y_desc: &str,
     lines: &[(String, Vec<(f64, f64)>)],
     marks: &[SeedMark],
-) -> Result<String, Box<dyn std::error::Error>> {
+) -> Result<String, DrawError> {
     let xs: Vec<f64> = lines
         .iter()
         .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
@@ -158,8 +148,7 @@ fn lines_chart(
     let y_hi = ys.iter().copied().fold(0.0, f64::max).max(1.0) * 1.12;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, 460)).into_drawing_area();
-        root.fill(&WHITE)?;
+        let root = canvas(&mut svg, (900, 460))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
@@ -175,12 +164,8 @@ fn lines_chart(
             .label_style(("sans-serif", 13))
             .draw()?;
         for (i, (name, points)) in lines.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+            draw_line(&mut chart, i, name, points)?;
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color(i).filled())))?;
         }
         // The seed's figures: black diamonds, labelled; two at one level are a range.
         for pair in marks.windows(2).filter(|w| w[0].level == w[1].level) {
@@ -204,13 +189,7 @@ fn lines_chart(
                     )
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 13))
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
     }
     Ok(svg)

@@ -5,7 +5,7 @@
 use super::reading::verdict;
 use super::report::markdown;
 use super::results::SweepResults;
-use crate::harness::render::{Chart, STYLE, charts_html, escape};
+use crate::page::{Chart, STYLE, charts_html, escape};
 
 /// The whole page.
 pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> String {
