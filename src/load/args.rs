@@ -35,6 +35,18 @@ Examples:
   blocklab load -k -z 60s --rate 2000 --html run.html --json run.json http://127.0.0.1:9000/getData
   blocklab load -k -z 30s --fail-if 'p99>50ms,errors>0.1%,rps<1000' http://127.0.0.1:9000/test
   blocklab load compare base.json new.json --max-regression p99=10%,rps=5%
+  blocklab load -k -c 50 -z 30s https://api.example.com/health          (the platform's roots)
+  blocklab load -c 20 -n 2000 --cacert ca.pem https://127.0.0.1:8443/   (a handshake per request)
+  blocklab load -k -c 50 -z 30s --insecure https://127.0.0.1:8443/      (any certificate)
+  blocklab load -k -c 50 -z 30s --urls targets.txt               (several URLs, in turn)
+
+--urls FILE, vegeta's targets format: a request line, its own headers and @body-file under it,
+a blank line between requests; all URLs on one scheme, host and port:
+  GET http://127.0.0.1:9000/test
+
+  POST http://127.0.0.1:9000/items
+  Content-Type: application/json
+  @item.json
 
 Closed loop (default): each connection sends its next request when the previous one ends.
 Open loop (--rate): requests are due at fixed intervals; latency is also measured from when
