@@ -136,12 +136,13 @@ mod tests {
             &["--rate", "-3", "http://127.0.0.1:1/"],
             &["-z", "soon", "http://127.0.0.1:1/"],
             &["--timeout", "0s", "http://127.0.0.1:1/"],
-            &["https://127.0.0.1:1/"],
+            &["ftp://127.0.0.1:1/"],
+            &["--urls", "/nonexistent/targets.txt"],
             &["not a url"],
             &["-H", "nocolon", "http://127.0.0.1:1/"],
         ] {
             assert!(load(bad).is_err(), "{bad:?} was accepted");
         }
-        assert!(load(&["https://127.0.0.1:1/"]).unwrap_err().contains("https is not supported yet"));
+        assert!(load(&["https://127.0.0.1:1/"]).unwrap().tls.is_some());
     }
 }

@@ -92,7 +92,8 @@ fn an_unreachable_target_completes_counts_and_exits_1() {
 fn bad_load_flags_give_one_line_and_exit_2() {
     for (args, needle) in [
         (vec!["load", "not a url"], "malformed URL"),
-        (vec!["load", "https://127.0.0.1/"], "https is not supported yet"),
+        (vec!["load", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1/"], "cannot read --cacert"),
+        (vec!["load", "--urls", "/nonexistent/targets.txt"], "cannot read --urls"),
         (vec!["load", "ftp://127.0.0.1/"], "unsupported scheme"),
         (vec!["load", "-c", "0", "http://127.0.0.1:1/"], "-c"),
         (vec!["load", "-c", "10", "-n", "5", "http://127.0.0.1:1/"], "smaller than -c"),

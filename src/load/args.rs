@@ -8,8 +8,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use hyper::header::{HeaderName, HeaderValue};
 
-use super::plan::{ConnectionStages, Progress, RateSchedule};
+use super::plan::{ConnectionStages, Progress, RateSchedule, Target, UrlRequest};
 use super::report::LoadReport;
+use super::tls::{TlsClient, Trust};
 use super::{LoadPlan, Stop};
 use super::{compare, thresholds};
 use crate::command::created;
@@ -34,6 +35,18 @@ Examples:
   blocklab load -k -z 60s --rate 2000 --html run.html --json run.json http://127.0.0.1:9000/getData
   blocklab load -k -z 30s --fail-if 'p99>50ms,errors>0.1%,rps<1000' http://127.0.0.1:9000/test
   blocklab load compare base.json new.json --max-regression p99=10%,rps=5%
+  blocklab load -k -c 50 -z 30s https://api.example.com/health          (the platform's roots)
+  blocklab load -c 20 -n 2000 --cacert ca.pem https://127.0.0.1:8443/   (a handshake per request)
+  blocklab load -k -c 50 -z 30s --insecure https://127.0.0.1:8443/      (any certificate)
+  blocklab load -k -c 50 -z 30s --urls targets.txt               (several URLs, in turn)
+
+--urls FILE, vegeta's targets format: a request line, its own headers and @body-file under it,
+a blank line between requests; all URLs on one scheme, host and port:
+  GET http://127.0.0.1:9000/test
+
+  POST http://127.0.0.1:9000/items
+  Content-Type: application/json
+  @item.json
 
 Closed loop (default): each connection sends its next request when the previous one ends.
 Open loop (--rate): requests are due at fixed intervals; latency is also measured from when
@@ -52,9 +65,25 @@ pub struct LoadArgs {
     #[command(subcommand)]
     pub action: Option<LoadAction>,
 
-    /// The URL to load (http://; user:password@ in it is sent as Basic auth).
-    #[arg(value_name = "URL", required = true)]
+    /// The URL to load (http:// or https://; user:password@ in it is sent as Basic auth).
+    #[arg(value_name = "URL", required_unless_present = "urls")]
     pub url: Option<String>,
+
+    /// Several requests, sent in turn on every connection: a file in vegeta's targets format
+    /// (a line 'METHOD URL', under it header lines 'Name: value' and '@FILE' for a body,
+    /// a blank line between requests). All go to one scheme, host and port; -H applies to
+    /// all (their own headers replace it). Figures per URL in the text and the JSON.
+    #[arg(long = "urls", value_name = "FILE", conflicts_with_all = ["url", "method", "body", "body_file"])]
+    pub urls: Option<std::path::PathBuf>,
+
+    /// https://: trust the certificates in this PEM file (a private CA, a self-signed
+    /// certificate) instead of the platform's roots.
+    #[arg(long = "cacert", value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<std::path::PathBuf>,
+
+    /// https://: accept any certificate (issuer, name and dates unchecked).
+    #[arg(long = "insecure")]
+    pub insecure: bool,
 
     /// Concurrent connections, each with one request in flight at a time.
     #[arg(short = 'c', long = "concurrency", default_value_t = 200,
@@ -169,7 +198,15 @@ impl LoadArgs {
             (Some(n), None, None) => Stop::Requests(n),
             (None, None, None) => Stop::Requests(100_000),
         };
-        let url = self.url.as_deref().ok_or("a URL to load is needed")?;
+        let lines = match &self.urls {
+            Some(path) => super::targets::read(path)?,
+            None => Vec::new(),
+        };
+        let url = match (&self.url, lines.first()) {
+            (Some(url), _) => url.as_str(),
+            (None, Some(first)) => first.url.as_str(),
+            (None, None) => return Err("a URL to load is needed".to_string()),
+        };
         let connections = match &self.connection_stages {
             Some(stages) if stages.max() == 0 => {
                 return Err("--connections: every stage has 0 connections".to_string());
@@ -178,13 +215,43 @@ impl LoadArgs {
             None => self.concurrency as usize,
         };
         let mut plan = LoadPlan::new(url, connections, stop)?;
+        if plan.target.https && (self.insecure || self.cacert.is_some()) {
+            let trust = match &self.cacert {
+                Some(path) => Trust::File(path.clone()),
+                None => Trust::Insecure,
+            };
+            plan.tls = Some(TlsClient::new(&plan.target.hostname, &trust)?);
+        }
+        for line in lines {
+            let target = Target::parse(&line.url).map_err(|e| format!("--urls line {}: {e}", line.line))?;
+            if !target.same_origin(&plan.target) {
+                return Err(format!(
+                    "--urls line {}: {} is not on {}: every URL must share the scheme, host and port of the \
+                     first (they share the connections)",
+                    line.line,
+                    target.url,
+                    plan.target.origin()
+                ));
+            }
+            plan.urls.push(UrlRequest {
+                target,
+                method: line.method,
+                headers: line.headers,
+                body: line.body,
+            });
+        }
+
         plan.connection_stages = self.connection_stages.clone();
         plan.keep_alive = self.keep_alive;
         plan.rate = self.rate.clone();
         plan.timeout = self.timeout;
         plan.threads = self.threads.map_or_else(available_cores, usize::from);
         plan.pipeline = usize::from(self.pipeline);
-        plan.method = self.method.parse().map_err(|_| format!("invalid method '{}'", self.method))?;
+        plan.method = match plan.urls.first() {
+            // For reports: the first of the file's methods.
+            Some(first) => first.method.clone(),
+            None => self.method.parse().map_err(|_| format!("invalid method '{}'", self.method))?,
+        };
         for header in &self.headers {
             let (name, value) =
                 header.split_once(':').ok_or_else(|| format!("header '{header}' is not 'Name: value'"))?;

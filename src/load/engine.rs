@@ -37,6 +37,7 @@ use super::plan::{LoadPlan, Stop};
 use super::progress::Progress;
 use super::request;
 use super::timeline;
+use super::tls;
 
 /// Runs `plan` to the end and returns what it measured.
 pub fn run(plan: &LoadPlan) -> anyhow::Result<RunResult> {
@@ -56,8 +57,8 @@ pub fn run_with_log(plan: &LoadPlan, log: Option<std::fs::File>) -> anyhow::Resu
     let log = log.map(|file| timeline::LogFile { file, started_at, url: plan.target.url.clone() });
     let (collector, seconds) =
         timeline::Collector::start(threads, log).context("starting the timeline collector")?;
-    // The request, encoded once for the whole run, `--pipeline` times over.
-    let wire: Arc<[u8]> = request::encode(&plan).repeat(plan.pipeline).into();
+    // The requests, encoded once for the whole run, laid out for `--pipeline`.
+    let wire = Arc::new(request::Wire::new(&plan));
     let progress = Progress::start(&plan, shared.clone());
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
@@ -88,7 +89,7 @@ pub fn run_with_log(plan: &LoadPlan, log: Option<std::fs::File>) -> anyhow::Resu
 
 fn engine_thread(
     plan: &Arc<LoadPlan>,
-    wire: &Arc<[u8]>,
+    wire: &Arc<request::Wire>,
     connections: std::ops::Range<usize>,
     shared: &Arc<Shared>,
     barrier: &Barrier,
@@ -103,7 +104,11 @@ fn engine_thread(
     barrier.wait();
     let runtime = runtime.context("starting an engine runtime")?;
     let t0 = *t0.get().expect("set by the barrier leader");
-    let stats = Rc::new(RefCell::new(ThreadStats::new(plan.rate.is_some())));
+    let mut own = ThreadStats::new(plan.rate.is_some());
+    if wire.count() > 1 {
+        own.urls = vec![Default::default(); wire.count()];
+    }
+    let stats = Rc::new(RefCell::new(own));
     // The second the ticker is in: the one the figures recorded now belong to.
     let next = Rc::new(std::cell::Cell::new(0u64));
     let local = LocalSet::new();
@@ -155,7 +160,7 @@ enum Outcome {
 async fn connection_loop(
     c: usize,
     plan: &LoadPlan,
-    wire: &[u8],
+    wire: &request::Wire,
     shared: &Shared,
     stats: &RefCell<ThreadStats>,
     t0: Instant,
@@ -171,7 +176,9 @@ async fn connection_loop(
     // Open loop: how many of this connection's scheduled requests were sent.
     let mut sent_here: u64 = 0;
     let mut now = t0;
-    let one = wire.len() / plan.pipeline;
+    // `--urls`: the request this connection sends next; connections start spread over them.
+    let urls = wire.count();
+    let mut next_url = c % urls;
     loop {
         // How many requests go out now (more than one only when pipelining) and when they are due.
         // Connections in stages: out of the current level, close and wait until back in it.
@@ -235,19 +242,30 @@ async fn connection_loop(
         stats.borrow_mut().sent += batch as u64;
         let sent = if due.is_some() { Instant::now() } else { now };
         let mut at_deadline = false;
+        // The batch's requests end in order: the n-th outcome is request first + n's.
+        let first = next_url;
+        let mut url = first;
         let record = |outcome: Outcome| {
             let ended = Instant::now();
             let mut s = stats.borrow_mut();
+            let this = url;
+            url = if url + 1 == urls { 0 } else { url + 1 };
             match outcome {
                 Outcome::Reply(reply) => {
                     if reply.status >= 400 {
                         shared.failed.fetch_add(1, Relaxed);
                     }
                     s.response(&reply, ended - sent, due.map(|at| ended - at));
+                    if urls > 1 {
+                        s.url_response(this, reply.status, ended - sent);
+                    }
                 }
                 Outcome::Failed(kind) => {
                     shared.failed.fetch_add(1, Relaxed);
                     s.error(kind);
+                    if urls > 1 {
+                        s.url_error(this);
+                    }
                 }
                 Outcome::InFlightAtDeadline => {
                     s.in_flight_at_deadline += 1;
@@ -256,18 +274,9 @@ async fn connection_loop(
             }
             shared.ended.fetch_add(1, Relaxed);
         };
-        exchange(
-            plan,
-            &wire[..one * batch],
-            batch,
-            &mut connection,
-            stats,
-            sent,
-            deadline,
-            &mut watchdog,
-            record,
-        )
-        .await;
+        next_url = (first + batch) % urls;
+        exchange(plan, wire, first, batch, &mut connection, stats, sent, deadline, &mut watchdog, record)
+            .await;
         now = Instant::now();
         if at_deadline {
             break;
@@ -281,14 +290,24 @@ async fn connection_loop(
     }
 }
 
-/// Writes `batch` requests (`wire`, encoded back to back) on `connection`
-/// (opening one if needed) and reads their responses in order, each bounded
-/// by the timeout from `sent` and never past the deadline; every request's
-/// outcome goes to `record` as soon as it is known, exactly once.
+/// How far a request had got when the timeout or the deadline cut it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connecting,
+    Handshaking,
+    Exchanging,
+}
+
+/// Writes `batch` requests (from request `first` of `wire` on, back to back)
+/// on `connection` (opening one if needed, with its TLS handshake for
+/// `https://`) and reads their responses in order, each bounded by the
+/// timeout from `sent` and never past the deadline; every request's outcome
+/// goes to `record` as soon as it is known, exactly once.
 #[allow(clippy::too_many_arguments)]
 async fn exchange(
     plan: &LoadPlan,
-    wire: &[u8],
+    wire: &request::Wire,
+    first: usize,
     batch: usize,
     connection: &mut Option<Connection>,
     stats: &RefCell<ThreadStats>,
@@ -299,25 +318,46 @@ async fn exchange(
 ) {
     let limit = sent + plan.timeout;
     let cut = deadline.map_or(limit, |d| d.min(limit));
-    let connecting = std::cell::Cell::new(false);
-    let to_head = plan.method == hyper::Method::HEAD;
+    let phase = std::cell::Cell::new(Phase::Exchanging);
     let mut answered = 0;
     let work = async {
         // A keep-alive connection the server closed while it was idle is replaced before the write.
         if !(plan.keep_alive && connection.as_mut().is_some_and(Connection::is_open)) {
-            connecting.set(true);
+            phase.set(Phase::Connecting);
             let started = Instant::now();
             if connection.take().is_some() {
                 stats.borrow_mut().disconnected();
             }
-            *connection = Some(client::connect(plan.target.addr, plan.timeout).await?);
+            let tcp = client::connect(plan.target.addr, plan.timeout).await?;
             stats.borrow_mut().connected(started.elapsed());
-            connecting.set(false);
+            let stream = match &plan.tls {
+                None => client::Stream::Plain(tcp),
+                Some(tls) => {
+                    phase.set(Phase::Handshaking);
+                    let started = Instant::now();
+                    let handshake = tls.handshake(tcp).await;
+                    let mut s = stats.borrow_mut();
+                    match handshake {
+                        Ok(stream) => {
+                            s.handshaken(started.elapsed(), tls::resumed(&stream), || tls::session(&stream));
+                            client::Stream::Tls(stream)
+                        }
+                        Err((kind, reason)) => {
+                            s.disconnected();
+                            s.tls_failed(reason);
+                            return Err(kind);
+                        }
+                    }
+                }
+            };
+            *connection = Some(Connection::new(stream));
+            phase.set(Phase::Exchanging);
         }
         let open = connection.as_mut().expect("connected above");
-        open.write(wire).await?;
+        open.write(wire.batch(first, batch)).await?;
         while answered < batch {
             let want_server = stats.borrow().server.is_none();
+            let to_head = wire.is_head((first + answered) % wire.count());
             let reply = open.read_response(to_head, want_server).await?;
             answered += 1;
             record(Outcome::Reply(reply));
@@ -347,10 +387,12 @@ async fn exchange(
             close(connection);
             let outcome = if deadline.is_some_and(|d| Instant::now() >= d && d <= limit) {
                 Outcome::InFlightAtDeadline
-            } else if connecting.get() {
-                Outcome::Failed(ErrorKind::ConnectTimeout)
             } else {
-                Outcome::Failed(ErrorKind::RequestTimeout)
+                Outcome::Failed(match phase.get() {
+                    Phase::Connecting => ErrorKind::ConnectTimeout,
+                    Phase::Handshaking => ErrorKind::TlsHandshakeTimeout,
+                    Phase::Exchanging => ErrorKind::RequestTimeout,
+                })
             };
             for _ in 0..unanswered {
                 record(outcome.clone());

@@ -72,6 +72,8 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         headers: Vec::new(),
         body: None,
         content_type: None,
+        urls: Vec::new(),
+        tls: None,
         connections: runs.iter().map(|(_, r)| r.connections).sum(),
         connection_stages: None,
         stop: match runs.iter().map(|(_, r)| r.requests_planned).sum::<Option<u64>>() {
@@ -133,6 +135,14 @@ fn stats_of(run: &LoadReport) -> Result<ThreadStats, String> {
     }
     for kind in ErrorKind::ALL {
         stats.errors[kind.index()] = run.errors.get(kind.key()).copied().unwrap_or(0);
+    }
+    if let Some(h) = &run.histograms.handshake {
+        stats.handshake = decode_histogram(h)?;
+    }
+    if let Some(tls) = &run.tls {
+        stats.resumed = tls.resumed;
+        stats.tls_session.clone_from(&tls.session);
+        stats.tls_first_error.clone_from(&tls.first_error);
     }
     stats.in_flight_at_deadline = run.in_flight_at_deadline;
     stats.connections_opened = run.connections_opened;

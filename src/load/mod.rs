@@ -7,11 +7,14 @@
 //! * [`engine`] — the threads, each a single-threaded tokio runtime owning its
 //!   share of the connections (as wrk's threads do), and the per-connection
 //!   loop that schedules, sends and records.
-//! * [`request`] — the request a run sends (defaults, `-H`, body), encoded
+//! * [`request`] — the requests a run sends (defaults, `-H`, body), encoded
 //!   once per run.
+//! * [`targets`] — `--urls FILE`: several requests in vegeta's targets format.
 //! * [`client`] — one HTTP/1.1 connection on blocklab's own wire
-//!   ([`crate::http1`], httparse), and how every failure is classified into
-//!   an [`ErrorKind`] that gets counted.
+//!   ([`crate::http1`], httparse), plain or TLS, and how every failure is
+//!   classified into an [`ErrorKind`] that gets counted.
+//! * [`tls`] — `https://` through rustls: the roots trusted, the handshake,
+//!   and the reason a handshake failed.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
 //!   [`RunResult`] with its HdrHistograms.
 //! * [`timeline`] — the run second by second, collected from the threads.
@@ -46,8 +49,10 @@ pub mod progress;
 pub mod report;
 pub mod request;
 pub mod schedule;
+pub mod targets;
 pub mod thresholds;
 pub mod timeline;
+pub mod tls;
 
 pub use client::ErrorKind;
 pub use engine::run;

@@ -98,6 +98,25 @@ pub struct Second {
     pub connections: u64,
 }
 
+/// What one request of a `--urls` run got, summed over the run.
+#[derive(Clone)]
+pub struct UrlStats {
+    /// Requests that got a whole response, any status.
+    pub completed: u64,
+    /// Of those, responses with a status of 400 and above.
+    pub bad_status: u64,
+    /// Requests that failed without a response (any kind).
+    pub errors: u64,
+    /// Send to last body byte, per completed request (µs).
+    pub latency: Histogram<u64>,
+}
+
+impl Default for UrlStats {
+    fn default() -> UrlStats {
+        UrlStats { completed: 0, bad_status: 0, errors: 0, latency: histogram() }
+    }
+}
+
 /// The figures one engine thread recorded.
 pub struct ThreadStats {
     /// Send to last body byte, per completed request (µs). Without keep-alive
@@ -110,8 +129,20 @@ pub struct ThreadStats {
     pub interval: Interval,
     /// Connections open now (a gauge, for the timeline).
     pub open_connections: u64,
-    /// Time to establish each new connection (µs).
+    /// Time to establish each new connection (µs): TCP only, the TLS
+    /// handshake is in `handshake`.
     pub connect: Histogram<u64>,
+    /// `https://`: time of each TLS handshake that succeeded, from the
+    /// established TCP connection to the end of the handshake (µs).
+    pub handshake: Histogram<u64>,
+    /// Of those handshakes, the ones that resumed an earlier session.
+    pub resumed: u64,
+    /// What the first TLS handshake negotiated (version, cipher suite, ALPN).
+    pub tls_session: Option<String>,
+    /// Why the first failed TLS handshake failed, in rustls' words.
+    pub tls_first_error: Option<String>,
+    /// `--urls`: per request of the file, in its order (empty otherwise).
+    pub urls: Vec<UrlStats>,
     /// Requests the run started (each ends as exactly one of the three below).
     pub sent: u64,
     /// Requests that got a whole response, any status.
@@ -151,6 +182,11 @@ impl ThreadStats {
             interval: Interval::new(open_loop),
             open_connections: 0,
             connect: histogram(),
+            handshake: histogram(),
+            resumed: 0,
+            tls_session: None,
+            tls_first_error: None,
+            urls: Vec::new(),
             sent: 0,
             completed: 0,
             ok: 0,
@@ -205,6 +241,37 @@ impl ThreadStats {
         self.interval.errors[kind.index()] += 1;
     }
 
+    /// Records, for `--urls` request `url`, a whole response.
+    pub fn url_response(&mut self, url: usize, status: u16, latency: Duration) {
+        let u = &mut self.urls[url];
+        u.completed += 1;
+        if status >= 400 {
+            u.bad_status += 1;
+        }
+        u.latency.saturating_record(micros(latency));
+    }
+
+    /// Records, for `--urls` request `url`, a failure without a response.
+    pub fn url_error(&mut self, url: usize) {
+        self.urls[url].errors += 1;
+    }
+
+    /// Records a TLS handshake that succeeded.
+    pub fn handshaken(&mut self, took: Duration, resumed: bool, session: impl FnOnce() -> String) {
+        self.handshake.saturating_record(micros(took));
+        self.resumed += u64::from(resumed);
+        if self.tls_session.is_none() {
+            self.tls_session = Some(session());
+        }
+    }
+
+    /// Records why a TLS handshake failed (the first reason is kept).
+    pub fn tls_failed(&mut self, reason: String) {
+        if self.tls_first_error.is_none() {
+            self.tls_first_error = Some(reason);
+        }
+    }
+
     /// Records how long a new connection took to establish.
     pub fn connected(&mut self, took: Duration) {
         self.connections_opened += 1;
@@ -235,6 +302,23 @@ impl ThreadStats {
             add(a, b);
         }
         add(&mut self.connect, &other.connect);
+        add(&mut self.handshake, &other.handshake);
+        self.resumed += other.resumed;
+        if self.tls_session.is_none() {
+            self.tls_session.clone_from(&other.tls_session);
+        }
+        if self.tls_first_error.is_none() {
+            self.tls_first_error.clone_from(&other.tls_first_error);
+        }
+        if self.urls.len() < other.urls.len() {
+            self.urls.resize(other.urls.len(), UrlStats::default());
+        }
+        for (a, b) in self.urls.iter_mut().zip(&other.urls) {
+            a.completed += b.completed;
+            a.bad_status += b.bad_status;
+            a.errors += b.errors;
+            add(&mut a.latency, &b.latency);
+        }
         self.sent += other.sent;
         self.completed += other.completed;
         self.ok += other.ok;

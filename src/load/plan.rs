@@ -7,6 +7,7 @@ use std::time::Duration;
 use hyper::header::{HeaderName, HeaderValue};
 
 pub use super::schedule::{ConnectionStages, RateSchedule};
+use super::tls::{TlsClient, Trust};
 
 /// Where the load goes.
 #[derive(Debug, Clone)]
@@ -23,10 +24,12 @@ pub struct Target {
     pub path: String,
     /// `Authorization: Basic …` from the URL's credentials (`http://user:pass@host/`).
     pub basic_auth: Option<HeaderValue>,
+    /// `https://`: connections go through TLS.
+    pub https: bool,
 }
 
 impl Target {
-    /// Parses and resolves an `http://` URL.
+    /// Parses and resolves an `http://` or `https://` URL.
     pub fn parse(url: &str) -> Result<Target, String> {
         Target::parse_with(url, true)
     }
@@ -39,16 +42,16 @@ impl Target {
 
     fn parse_with(url: &str, resolve: bool) -> Result<Target, String> {
         let parsed = url::Url::parse(url).map_err(|e| format!("malformed URL '{url}': {e}"))?;
-        match parsed.scheme() {
-            "http" => {}
-            "https" => return Err("https is not supported yet: use an http:// URL".to_string()),
-            other => return Err(format!("unsupported scheme '{other}': use an http:// URL")),
-        }
+        let https = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => return Err(format!("unsupported scheme '{other}': use an http:// or https:// URL")),
+        };
         let host = parsed
             .host_str()
             .filter(|h| !h.is_empty())
             .ok_or_else(|| format!("malformed URL '{url}': no host"))?;
-        let port = parsed.port_or_known_default().unwrap_or(80);
+        let port = parsed.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let addr = if resolve {
             (bare, port)
@@ -90,8 +93,37 @@ impl Target {
             hostname: bare.to_string(),
             path,
             basic_auth,
+            https,
         })
     }
+
+    /// Whether requests to `self` and `other` can share connections: the
+    /// same scheme, host and port.
+    pub fn same_origin(&self, other: &Target) -> bool {
+        self.https == other.https
+            && self.hostname.eq_ignore_ascii_case(&other.hostname)
+            && self.addr.port() == other.addr.port()
+    }
+
+    /// `scheme://host:port`, for messages.
+    pub fn origin(&self) -> String {
+        let host =
+            if self.hostname.contains(':') { format!("[{}]", self.hostname) } else { self.hostname.clone() };
+        format!("{}://{host}:{}", if self.https { "https" } else { "http" }, self.addr.port())
+    }
+}
+
+/// One request of a `--urls` run: its URL, method, own headers and body.
+#[derive(Debug, Clone)]
+pub struct UrlRequest {
+    /// Its URL (path, `Host`, credentials); the same origin as the plan's target.
+    pub target: Target,
+    /// Its method.
+    pub method: hyper::Method,
+    /// Its own header fields; they replace `-H` fields and defaults of the same name.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Its body.
+    pub body: Option<Vec<u8>>,
 }
 
 /// When the run ends.
@@ -117,6 +149,12 @@ pub struct LoadPlan {
     pub body: Option<Vec<u8>>,
     /// `-T`: the body's `Content-Type`.
     pub content_type: Option<HeaderValue>,
+    /// `--urls`: the requests each connection sends in turn (their method,
+    /// headers and bodies replace `method`, `body` and add to `headers`);
+    /// empty for a run of the one URL in `target`.
+    pub urls: Vec<UrlRequest>,
+    /// `https://`: the TLS configuration every connection shares.
+    pub tls: Option<TlsClient>,
     /// Concurrent connections, each with one request in flight at a time.
     pub connections: usize,
     /// When to stop.
@@ -152,13 +190,18 @@ impl LoadPlan {
     /// A closed-loop, keep-alive plan of `requests` over `connections` to
     /// `url`, one thread, no progress bar: the shape tests and the experiment
     /// runner start from.
+    /// An `https://` URL trusts the platform's roots.
     pub fn new(url: &str, connections: usize, stop: Stop) -> Result<LoadPlan, String> {
+        let target = Target::parse(url)?;
+        let tls = if target.https { Some(TlsClient::new(&target.hostname, &Trust::Platform)?) } else { None };
         Ok(LoadPlan {
-            target: Target::parse(url)?,
+            target,
             method: hyper::Method::GET,
             headers: Vec::new(),
             body: None,
             content_type: None,
+            urls: Vec::new(),
+            tls,
             connections,
             stop,
             keep_alive: true,
@@ -221,6 +264,16 @@ impl LoadPlan {
                     .to_string(),
             );
         }
+        if self.target.https != self.tls.is_some() {
+            return Err("an https:// URL needs its TLS configuration, an http:// URL none".to_string());
+        }
+        if let Some(other) = self.urls.iter().find(|u| !u.target.same_origin(&self.target)) {
+            return Err(format!(
+                "--urls: every URL must go to {} (they share the connections); {} does not",
+                self.target.origin(),
+                other.target.url
+            ));
+        }
         if self.pipeline > 1 && !self.keep_alive {
             return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());
         }
@@ -252,7 +305,12 @@ mod tests {
         assert_eq!(t.url, "http://ali%20ce:***@127.0.0.1:9000/x");
         assert_eq!(t.host, "127.0.0.1:9000");
         assert_eq!(Target::parse("http://bob@127.0.0.1/").unwrap().basic_auth.unwrap(), "Basic Ym9iOg==");
-        assert!(Target::parse("https://x/").unwrap_err().contains("https is not supported yet"));
+        let t = Target::parse("https://127.0.0.1/x").unwrap();
+        assert!(t.https);
+        assert_eq!((t.addr.port(), t.origin()), (443, "https://127.0.0.1:443".to_string()));
+        assert!(t.same_origin(&Target::parse("https://127.0.0.1:443/y?z").unwrap()));
+        assert!(!t.same_origin(&Target::parse("http://127.0.0.1:443/x").unwrap()));
+        assert!(!t.same_origin(&Target::parse("https://127.0.0.1:8443/x").unwrap()));
         assert!(Target::parse("ftp://x/").unwrap_err().contains("unsupported scheme"));
         assert!(Target::parse("127.0.0.1:9000/x").is_err());
         assert!(Target::parse("http://").is_err());

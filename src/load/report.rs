@@ -18,7 +18,7 @@ use super::outcome::{RunResult, Second};
 use super::plan::{LoadPlan, Stop};
 
 /// The version of the JSON document's shape; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Percentiles reported, as (label, quantile).
 const PERCENTILES: [(&str, f64); 10] = [
@@ -141,6 +141,49 @@ pub struct StageReport {
     pub rate: f64,
 }
 
+/// `https://`: the TLS handshakes of a run.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct TlsReport {
+    /// How certificates were checked: the platform's roots, `--cacert FILE`, or none (`--insecure`).
+    pub trust: String,
+    /// What the first handshake negotiated: version, cipher suite, ALPN.
+    pub session: Option<String>,
+    /// Why the first failed handshake failed, in rustls' words (the kinds
+    /// and counts are in `errors`); null when none failed.
+    pub first_error: Option<String>,
+    /// Handshakes that succeeded: one per connection opened with keep-alive,
+    /// one per request without it.
+    pub handshakes: u64,
+    /// Of those, the ones that resumed an earlier session (no certificate
+    /// sent or checked): cheaper for both sides.
+    pub resumed: u64,
+    /// Time of each handshake, from the established TCP connection to its
+    /// end (ms); not part of `connect_ms`, part of a request's latency when
+    /// the request opened the connection.
+    pub handshake_ms: LatencySummary,
+}
+
+/// `--urls`: what one request of the file got.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct UrlReport {
+    /// Its method.
+    pub method: String,
+    /// Its URL (a password replaced by `***`).
+    pub url: String,
+    /// Requests that got a whole response, any status.
+    pub requests: u64,
+    /// Of those, responses with a status of 400 and above.
+    pub status_4xx_5xx: u64,
+    /// Requests that failed without a response (any kind; the kinds are in `errors`, for all URLs).
+    pub errors: u64,
+    /// Its completed requests per second of the run.
+    pub rps: f64,
+    /// Median latency (ms).
+    pub p50_ms: f64,
+    /// 99th percentile latency (ms).
+    pub p99_ms: f64,
+}
+
 /// The JSON document `--json FILE` writes (see `schema/load-result.json`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct LoadReport {
@@ -200,8 +243,14 @@ pub struct LoadReport {
     pub corrected_latency_ms: Option<LatencySummary>,
     /// Connections opened.
     pub connections_opened: u64,
-    /// Time to open each connection (ms).
+    /// Time to open each connection (ms): the TCP connection alone.
     pub connect_ms: LatencySummary,
+    /// `https://`: the TLS handshakes; null for `http://`.
+    #[serde(default)]
+    pub tls: Option<TlsReport>,
+    /// `--urls`: per request of the file, in its order; empty for one URL.
+    #[serde(default)]
+    pub urls: Vec<UrlReport>,
     /// Response bytes received: heads and bodies.
     pub bytes_head: u64,
     /// Response body bytes received.
@@ -236,6 +285,9 @@ pub struct EncodedHistograms {
     pub corrected: Option<String>,
     /// Time to connect.
     pub connect: String,
+    /// `https://`: time of each TLS handshake.
+    #[serde(default)]
+    pub handshake: Option<String>,
 }
 
 /// `h` in the V2 deflate encoding, base64.
@@ -315,6 +367,29 @@ impl LoadReport {
             corrected_latency_ms: s.corrected.as_ref().map(LatencySummary::of),
             connections_opened: s.connections_opened,
             connect_ms: LatencySummary::of(&s.connect),
+            tls: plan.target.https.then(|| TlsReport {
+                trust: plan.tls.as_ref().map_or_else(|| "(as in each run)".to_string(), |t| t.trust.clone()),
+                session: s.tls_session.clone(),
+                first_error: s.tls_first_error.clone(),
+                handshakes: s.handshake.len(),
+                resumed: s.resumed,
+                handshake_ms: LatencySummary::of(&s.handshake),
+            }),
+            urls: plan
+                .urls
+                .iter()
+                .zip(&s.urls)
+                .map(|(url, u)| UrlReport {
+                    method: url.method.to_string(),
+                    url: url.target.url.clone(),
+                    requests: u.completed,
+                    status_4xx_5xx: u.bad_status,
+                    errors: u.errors,
+                    rps: u.completed as f64 / result.duration.as_secs_f64().max(1e-9),
+                    p50_ms: LatencySummary::of(&u.latency).p50,
+                    p99_ms: LatencySummary::of(&u.latency).p99,
+                })
+                .collect(),
             bytes_head: s.head_bytes,
             bytes_body: s.body_bytes,
             schedule: plan.rate.as_ref().map(|rate| Schedule {
@@ -331,6 +406,7 @@ impl LoadReport {
                 latency: encode_histogram(&s.latency),
                 corrected: s.corrected.as_ref().map(encode_histogram),
                 connect: encode_histogram(&s.connect),
+                handshake: plan.target.https.then(|| encode_histogram(&s.handshake)),
             },
             timeline: result.timeline.clone(),
             connection_stages: plan.connection_stages.as_ref().map(|stages| {
@@ -342,6 +418,17 @@ impl LoadReport {
             }),
         }
     }
+}
+
+/// The path and query of `url`, for the per-URL table (the origin is the same for all).
+fn path_of(url: &str) -> String {
+    url::Url::parse(url).map_or_else(
+        |_| url.to_string(),
+        |u| match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        },
+    )
 }
 
 fn stage_points(rate: &super::plan::RateSchedule) -> Vec<StageReport> {
@@ -380,8 +467,25 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
     );
     let _ = writeln!(w, "Server Software:        {}", s.server.as_deref().unwrap_or("(none)"));
     let _ = writeln!(w, "Server Hostname:        {}", plan.target.hostname);
-    let _ = writeln!(w, "Server Port:            {}\n", plan.target.addr.port());
-    let _ = writeln!(w, "Document Path:          {}", plan.target.path);
+    let _ = writeln!(w, "Server Port:            {}", plan.target.addr.port());
+    if let Some(tls) = &report.tls {
+        let _ = writeln!(
+            w,
+            "TLS:                    {}",
+            tls.session.as_deref().unwrap_or("(no handshake succeeded)")
+        );
+        let _ = writeln!(w, "Certificates checked:   {}", tls.trust);
+    }
+    let _ = writeln!(w);
+    if report.urls.is_empty() {
+        let _ = writeln!(w, "Document Path:          {}", plan.target.path);
+    } else {
+        let _ = writeln!(
+            w,
+            "Document Paths:         {} URLs, in turn on every connection (per URL below)",
+            report.urls.len()
+        );
+    }
     match s.document_length {
         Some(len) => {
             let _ = writeln!(w, "Document Length:        {len} bytes\n");
@@ -411,6 +515,9 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
     if !kinds.is_empty() {
         let _ = writeln!(w, "   ({})", kinds.join(", "));
     }
+    if let Some(reason) = report.tls.as_ref().and_then(|t| t.first_error.as_ref()) {
+        let _ = writeln!(w, "   (the first TLS failure: {reason})");
+    }
     if s.in_flight_at_deadline > 0 || matches!(plan.stop, Stop::Duration(_)) {
         let _ = writeln!(w, "In flight at deadline:  {}", s.in_flight_at_deadline);
     }
@@ -433,6 +540,13 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
         let _ = writeln!(w, "Non-2xx responses:      {}   ({})", report.non_2xx, codes.join(", "));
     }
     let _ = writeln!(w, "Connections opened:     {}", s.connections_opened);
+    if let Some(tls) = &report.tls {
+        let _ = writeln!(
+            w,
+            "TLS handshakes:         {} ({} resumed), p50 {:.3} ms, p99 {:.3} ms",
+            tls.handshakes, tls.resumed, tls.handshake_ms.p50, tls.handshake_ms.p99
+        );
+    }
     let total = s.head_bytes + s.body_bytes;
     let _ = writeln!(w, "Total transferred:      {total} bytes");
     let _ = writeln!(w, "HTML transferred:       {} bytes", s.body_bytes);
@@ -495,6 +609,27 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
     }
     if s.connections_opened > 0 {
         row(w, "Connect:", &report.connect_ms);
+    }
+    if let Some(tls) = report.tls.as_ref().filter(|t| t.handshakes > 0) {
+        row(w, "Handshake:", &tls.handshake_ms);
+    }
+    if !report.urls.is_empty() {
+        let _ =
+            writeln!(w, "\nPer URL   requests  4xx/5xx   errors        rps   p50 (ms)   p99 (ms)  request");
+        for u in &report.urls {
+            let _ = writeln!(
+                w,
+                "{:>18}{:>9}{:>9}{:>11.1}{:>11.3}{:>11.3}  {} {}",
+                u.requests,
+                u.status_4xx_5xx,
+                u.errors,
+                u.rps,
+                u.p50_ms,
+                u.p99_ms,
+                u.method,
+                path_of(&u.url)
+            );
+        }
     }
 
     let _ = writeln!(w, "\nPercentage of the requests served within a certain time (ms)");

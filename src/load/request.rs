@@ -1,10 +1,83 @@
-//! The request a run sends, as it goes on the wire: its head (the default
-//! fields, then `-H`'s, which replace a default of the same name) and its
-//! body, encoded once per run and written as is by every connection.
+//! The requests a run sends, as they go on the wire: each one's head (the
+//! default fields, then `-H`'s, then a `--urls` request's own, each
+//! replacing an earlier field of the same name) and its body, encoded once
+//! per run and written as is by every connection ([`Wire`]).
 
 use hyper::header::{self, HeaderName, HeaderValue};
 
-use super::plan::LoadPlan;
+use super::plan::{LoadPlan, Target};
+
+/// Every request of a run, encoded once, laid out round-robin so that any
+/// `--pipeline` consecutive requests (wrapping around to the first) are one
+/// contiguous slice, written with one call.
+pub struct Wire {
+    bytes: Vec<u8>,
+    /// `offsets[i]..offsets[i + 1]` is the i-th request of the layout.
+    offsets: Vec<usize>,
+    /// Distinct requests (1 without `--urls`).
+    count: usize,
+    /// Which requests are HEAD (their responses have no body).
+    heads: Vec<bool>,
+}
+
+impl Wire {
+    /// The requests of `plan`, laid out for its `--pipeline`.
+    pub fn new(plan: &LoadPlan) -> Wire {
+        let requests = encode_all(plan);
+        let count = requests.len();
+        let mut bytes = Vec::new();
+        let mut offsets = vec![0];
+        for i in 0..count + plan.pipeline - 1 {
+            bytes.extend_from_slice(&requests[i % count]);
+            offsets.push(bytes.len());
+        }
+        let heads = if plan.urls.is_empty() {
+            vec![plan.method == hyper::Method::HEAD]
+        } else {
+            plan.urls.iter().map(|u| u.method == hyper::Method::HEAD).collect()
+        };
+        Wire { bytes, offsets, count, heads }
+    }
+
+    /// The distinct requests.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Requests `first`, `first + 1`, ... (`n` of them, at most `--pipeline`,
+    /// wrapping around), back to back.
+    pub fn batch(&self, first: usize, n: usize) -> &[u8] {
+        &self.bytes[self.offsets[first]..self.offsets[first + n]]
+    }
+
+    /// Whether request `i` is a HEAD.
+    pub fn is_head(&self, i: usize) -> bool {
+        self.heads[i]
+    }
+}
+
+/// Every request of `plan`, encoded: the one URL's, or each of `--urls`' in order.
+pub fn encode_all(plan: &LoadPlan) -> Vec<Vec<u8>> {
+    if plan.urls.is_empty() {
+        return vec![encode(plan)];
+    }
+    plan.urls
+        .iter()
+        .map(|url| {
+            let mut headers = plan.headers.clone();
+            headers.retain(|(name, _)| !url.headers.iter().any(|(own, _)| own == name));
+            headers.extend(url.headers.iter().cloned());
+            encode_request(
+                &url.target,
+                &url.method,
+                &headers,
+                url.body.as_deref(),
+                plan.content_type.as_ref(),
+                plan.keep_alive,
+            )
+        })
+        .collect()
+}
 
 /// The `User-Agent` sent unless `-H` replaces it.
 pub const USER_AGENT: &str = concat!("blocklab-load/", env!("CARGO_PKG_VERSION"));
@@ -20,30 +93,48 @@ pub const DEFAULT_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 /// keep-alive). A `-H` field of the same name replaces its default; one with
 /// an empty value (`-H 'User-Agent:'`) removes it, as curl does.
 pub fn encode(plan: &LoadPlan) -> Vec<u8> {
-    let mut fields: Vec<(HeaderName, HeaderValue)> = vec![
-        (header::HOST, plan.target.host.clone()),
-        (header::USER_AGENT, HeaderValue::from_static(USER_AGENT)),
-    ];
-    if let Some(auth) = &plan.target.basic_auth {
+    encode_request(
+        &plan.target,
+        &plan.method,
+        &plan.headers,
+        plan.body.as_deref(),
+        plan.content_type.as_ref(),
+        plan.keep_alive,
+    )
+}
+
+/// One request to `target`: the defaults, then `headers` (each replacing a
+/// default of its name), then the body.
+fn encode_request(
+    target: &Target,
+    method: &hyper::Method,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Option<&[u8]>,
+    content_type: Option<&HeaderValue>,
+    keep_alive: bool,
+) -> Vec<u8> {
+    let mut fields: Vec<(HeaderName, HeaderValue)> =
+        vec![(header::HOST, target.host.clone()), (header::USER_AGENT, HeaderValue::from_static(USER_AGENT))];
+    if let Some(auth) = &target.basic_auth {
         fields.push((header::AUTHORIZATION, auth.clone()));
     }
-    if plan.body.is_some() || plan.content_type.is_some() {
+    if body.is_some() || content_type.is_some() {
         let content_type =
-            plan.content_type.clone().unwrap_or_else(|| HeaderValue::from_static(DEFAULT_CONTENT_TYPE));
+            content_type.cloned().unwrap_or_else(|| HeaderValue::from_static(DEFAULT_CONTENT_TYPE));
         fields.push((header::CONTENT_TYPE, content_type));
     }
-    if !plan.keep_alive {
+    if !keep_alive {
         fields.push((header::CONNECTION, HeaderValue::from_static("close")));
     }
-    fields.retain(|(name, _)| !plan.headers.iter().any(|(given, _)| given == name));
-    fields.extend(plan.headers.iter().filter(|(_, value)| !value.is_empty()).cloned());
-    if let Some(body) = &plan.body {
+    fields.retain(|(name, _)| !headers.iter().any(|(given, _)| given == name));
+    fields.extend(headers.iter().filter(|(_, value)| !value.is_empty()).cloned());
+    if let Some(body) = body {
         fields.push((header::CONTENT_LENGTH, HeaderValue::from(body.len())));
     }
 
-    let body = plan.body.as_deref().unwrap_or_default();
+    let body = body.unwrap_or_default();
     let mut wire = Vec::with_capacity(256 + body.len());
-    wire.extend_from_slice(format!("{} {} HTTP/1.1\r\n", plan.method, plan.target.path).as_bytes());
+    wire.extend_from_slice(format!("{method} {} HTTP/1.1\r\n", target.path).as_bytes());
     for (name, value) in &fields {
         // Canonical capitals for the defaults, as other clients send them; -H's as given.
         wire.extend_from_slice(canonical(name).as_bytes());
@@ -111,5 +202,30 @@ mod tests {
         p.body = Some(Vec::new());
         assert!(text(&p).contains("Content-Type: application/x-www-form-urlencoded\r\n"));
         assert!(text(&p).ends_with("Content-Length: 0\r\n\r\n"));
+    }
+
+    #[test]
+    fn urls_are_laid_out_round_robin_with_their_own_headers() {
+        use crate::load::plan::UrlRequest;
+        let mut p = plan("http://127.0.0.1:9000/a");
+        p.pipeline = 3;
+        p.headers = vec![(HeaderName::from_static("x-all"), HeaderValue::from_static("1"))];
+        let url = |path: &str, method: hyper::Method| UrlRequest {
+            target: Target::parse(&format!("http://127.0.0.1:9000{path}")).unwrap(),
+            method,
+            headers: vec![(HeaderName::from_static("x-all"), HeaderValue::from_static("own"))],
+            body: None,
+        };
+        p.urls = vec![url("/a", hyper::Method::GET), url("/b", hyper::Method::HEAD)];
+        let wire = Wire::new(&p);
+        assert_eq!(wire.count(), 2);
+        assert!(!wire.is_head(0) && wire.is_head(1));
+        let batch = String::from_utf8(wire.batch(1, 3).to_vec()).unwrap();
+        let lines: Vec<&str> = batch.lines().filter(|l| l.contains("HTTP/1.1")).collect();
+        assert_eq!(lines, ["HEAD /b HTTP/1.1", "GET /a HTTP/1.1", "HEAD /b HTTP/1.1"]);
+        assert!(batch.contains("X-All: own\r\n") && !batch.contains("X-All: 1"));
+        p.urls.clear();
+        p.pipeline = 2;
+        assert_eq!(Wire::new(&p).batch(0, 2), encode(&p).repeat(2));
     }
 }

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""blocklab load over https:// beside wrk and ab, in one run.
+
+nginx (`return 200 "works"`, one worker process, TLS 1.2 and 1.3 with a
+self-signed certificate made here with the openssl CLI) is pinned to one core
+(--server-cpu) and every load generator to another (--load-cpu), each with
+one thread and the same connections. The tools take turns, round after round,
+so the machine's noise falls on all of them alike.
+
+Two cases:
+  keep-alive        blocklab load -k  beside  wrk           (one handshake per connection)
+  a new connection  blocklab load     beside  ab, and wrk -H 'Connection: close'
+  per request                                               (one handshake per request)
+
+Printed per case and tool: the median requests/s, the ratio to wrk, the CPU
+time the tool spent per request (user + system from the kernel's rusage of
+its process) and, for the new-connection case, the share of handshakes that
+resumed an earlier TLS session, as nginx saw it (`$ssl_session_reused` in an
+access log of that case's port): a resumed handshake costs both sides much
+less, so tools that resume and tools that do not are not doing the same work.
+
+It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
+(apache2-utils) and openssl are used when present and named when not.
+
+    bench/load-tls.py                      # 5 rounds of 5 s per tool and case
+    bench/load-tls.py --rounds 3 --seconds 3 -c 50
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+
+
+def rusage_of(cmd, cpu, tmp):
+    """Runs cmd pinned to `cpu`; returns (stdout, stderr, user+sys seconds, exit code)."""
+    out_path, err_path = os.path.join(tmp, "tool.out"), os.path.join(tmp, "tool.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(out_path) as f, open(err_path) as g:
+        return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"nginx on port {port} did not come up")
+
+
+def certificate(tmp):
+    """A self-signed server certificate for 127.0.0.1 (not a CA: rustls refuses a CA as a server's)."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def start_nginx(nginx, cpu, tmp, cert, key):
+    """nginx with TLS on two ports: keep-alive (no log) and new connections (a log of session reuse)."""
+    kept, fresh = free_port(), free_port()
+    conf = os.path.join(tmp, "nginx.conf")
+    log = os.path.join(tmp, "reused.log")
+    with open(conf, "w") as f:
+        f.write(f"""
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    log_format reused "$ssl_session_reused";
+    server {{
+        listen 127.0.0.1:{kept} ssl;
+        location / {{ return 200 "works"; }}
+    }}
+    server {{
+        listen 127.0.0.1:{fresh} ssl;
+        access_log {log} reused buffer=64k flush=1s;
+        location / {{ return 200 "works"; }}
+    }}
+}}
+""")
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), nginx, "-c", conf, "-p", tmp, "-e", f"{tmp}/nginx-error.log"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(kept)
+    wait_for(fresh)
+    return proc, kept, fresh, log
+
+
+def number(pattern, text):
+    m = re.search(pattern, text)
+    return float(m.group(1)) if m else None
+
+
+def tools(case, port, conns, seconds, tmp, cert):
+    """(name, command, read) for `case`: read(stdout) gives (requests/s, requests)."""
+    url = f"https://127.0.0.1:{port}/"
+    json_file = os.path.join(tmp, "blocklab.json")
+
+    def blocklab_read(out):
+        with open(json_file) as f:
+            doc = json.load(f)
+        return doc["rps"], doc["completed"]
+
+    def wrk_read(out):
+        return number(r"Requests/sec:\s+([\d.]+)", out), number(r"(\d+) requests in", out)
+
+    def ab_read(out):
+        return number(r"Requests per second:\s+([\d.]+)", out), number(r"Complete requests:\s+(\d+)", out)
+
+    keep = ["-k"] if case == "keep-alive" else []
+    found = [("blocklab", [BLOCKLAB, "load", *keep, "-q", "-c", str(conns), "-z", f"{seconds}s", "--threads", "1",
+                           "--cacert", cert, "--json", json_file, url], blocklab_read)]
+    if shutil.which("wrk"):
+        close = [] if case == "keep-alive" else ["-H", "Connection: close"]
+        found.append(("wrk", ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", *close, url], wrk_read))
+    if case != "keep-alive" and shutil.which("ab"):
+        found.append(("ab", ["ab", "-q", "-c", str(conns), "-t", str(seconds), "-n", "100000000", url], ab_read))
+    return found
+
+
+def reuse_share(log, since):
+    """The share of handshakes nginx logged as resumed ('r') after byte `since`, once its buffer is flushed."""
+    time.sleep(1.2)
+    with open(log) as f:
+        f.seek(since)
+        marks = f.read().split()
+    return (marks.count("r") / len(marks)) if marks else None
+
+
+def compare(case, peers, rounds, load_cpu, tmp, log):
+    """Every tool once per round; returns {name: [(rps, cpu us per request, resumed share or None)]}."""
+    results = {name: [] for name, _, _ in peers}
+    for r in range(rounds):
+        for name, cmd, read in peers:
+            since = os.path.getsize(log) if os.path.exists(log) else 0
+            out, err, cpu, code = rusage_of(cmd, load_cpu, tmp)
+            try:
+                rps, n = read(out)
+                if not rps or not n:
+                    raise ValueError("no figures in its output")
+            except Exception as e:  # a tool that failed this round is reported, not hidden
+                print(f"  {case} round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
+                continue
+            reused = reuse_share(log, since) if case != "keep-alive" else None
+            results[name].append((rps, cpu / n * 1e6, reused))
+            shown = f"  {reused * 100:5.1f} % resumed" if reused is not None else ""
+            print(f"  {case} round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request{shown}",
+                  flush=True)
+    return results
+
+
+def table(case, results):
+    print(f"\n{case}:")
+    wrk = statistics.median(x[0] for x in results["wrk"]) if results.get("wrk") else None
+    print("| tool | median requests/s | ratio to wrk | median CPU µs/request | handshakes resumed |")
+    print("|---|---|---|---|---|")
+    for name, runs in results.items():
+        if not runs:
+            print(f"| {name} | failed | | | |")
+            continue
+        med = statistics.median(x[0] for x in runs)
+        cpu = statistics.median(x[1] for x in runs)
+        shares = [x[2] for x in runs if x[2] is not None]
+        reused = f"{statistics.median(shares) * 100:.0f} %" if shares else "(one per connection)"
+        ratio = f"{med / wrk:.2f}" if wrk else "n/a"
+        print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} | {reused} |")
+    if wrk and results.get("blocklab"):
+        print(f"\n{case}: blocklab/wrk = {statistics.median(x[0] for x in results['blocklab']) / wrk:.3f}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=5)
+    p.add_argument("-c", "--connections", type=int, default=100)
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--load-cpu", type=int, default=1)
+    args = p.parse_args()
+
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    missing = [name for name, there in (("nginx", nginx), ("openssl", shutil.which("openssl"))) if not there]
+    if missing:
+        sys.exit(f"bench/load-tls.py needs {' and '.join(missing)} (Debian: nginx-light, openssl)")
+    if not os.path.exists(BLOCKLAB):
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    left_out = [t for t in ("wrk", "ab") if not shutil.which(t)]
+    if left_out:
+        print(f"not installed, left out: {', '.join(left_out)} (Debian: wrk, apache2-utils)")
+    tmp = tempfile.mkdtemp(prefix="load-tls-bench-")
+    cert, key = certificate(tmp)
+    server, kept, fresh, log = start_nginx(nginx, args.server_cpu, tmp, cert, key)
+    try:
+        print(f"nginx `return 200` over TLS (1 worker process) pinned to CPU {args.server_cpu}; load generators "
+              f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections; "
+              f"{args.rounds} rounds x {args.seconds} s per tool and case\n")
+        for case, port in (("keep-alive", kept), ("a new connection per request", fresh)):
+            peers = tools(case, port, args.connections, args.seconds, tmp, cert)
+            table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log))
+            print()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
