@@ -24,6 +24,9 @@
 //!   embedded, FalkorDB and Neo4j backends.
 //! * [`http1`] — the HTTP/1.1 codec blocklab owns, both sides.
 //! * [`proc`] — the one place `/proc` is read (on the `procfs` crate).
+//! * [`wire_properties`] — what both sides' HTTP/1.1 parsers must keep
+//!   whatever bytes arrive, however split: checked by the fuzz targets
+//!   (`fuzz/`) and by the corpus replay (`tests/fuzz_corpus.rs`).
 //!
 //! And the command line: [`cli`] (the subcommands and the dispatch; each
 //! subcommand's flags live beside it: `server/args.rs`, `load/args.rs`,
@@ -44,3 +47,4 @@ pub mod proc;
 pub mod seed;
 pub mod server;
 pub mod studies;
+pub mod wire_properties;
