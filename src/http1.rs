@@ -33,9 +33,11 @@ pub fn content_length(value: &[u8]) -> Option<u64> {
 }
 
 /// Whether a `Transfer-Encoding` value ends with `chunked` (the only coding
-/// that delimits a body; RFC 9112 §6.3).
-pub fn is_chunked(value: &[u8]) -> bool {
-    value.rsplit(|b| *b == b',').next().is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+/// that delimits a body; RFC 9112 §6.3): `None` when it names no coding.
+/// Empty list elements are ignored (RFC 9110 §5.6.1: `chunked,` is chunked).
+pub fn is_chunked(value: &[u8]) -> Option<bool> {
+    let last = value.split(|b| *b == b',').map(<[u8]>::trim_ascii).rfind(|coding| !coding.is_empty())?;
+    Some(last.eq_ignore_ascii_case(b"chunked"))
 }
 
 /// How a response's body is delimited (RFC 9112 §6.3).
@@ -107,7 +109,11 @@ pub fn parse_response(
     };
     let status = response.code.ok_or(WireError::Malformed("no status code"))?;
     let http10 = response.version == Some(0);
-    let (mut close, mut keep_alive, mut chunked) = (false, false, false);
+    let (mut close, mut keep_alive) = (false, false);
+    // Some(whether chunked is the final coding) once a Transfer-Encoding
+    // field is seen; several fields are one list, so the last coding named
+    // in the last of them is the final one (RFC 9110 §5.3).
+    let mut chunked: Option<bool> = None;
     let mut length: Option<u64> = None;
     let mut server = None;
     for field in response.headers.iter() {
@@ -119,11 +125,7 @@ pub fn parse_response(
             }
             length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            chunked = is_chunked(field.value);
-            if !chunked {
-                // A coding without chunked last: the body runs until the close.
-                close = true;
-            }
+            chunked = is_chunked(field.value).or(chunked).or(Some(false));
         } else if name.eq_ignore_ascii_case(b"connection") {
             let (c, k) = connection_tokens(field.value);
             close |= c;
@@ -135,9 +137,16 @@ pub fn parse_response(
     let no_body = to_head || (100..200).contains(&status) || status == 204 || status == 304;
     let framing = if no_body {
         Framing::None
-    } else if chunked {
-        // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3 rule 3).
-        Framing::Chunked
+    } else if let Some(chunked) = chunked {
+        // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3 rule 3);
+        // a coding other than chunked last: the body runs until the close
+        // (rule 4).
+        if chunked {
+            Framing::Chunked
+        } else {
+            close = true;
+            Framing::UntilClose
+        }
     } else if let Some(n) = length {
         Framing::Length(n)
     } else {
@@ -265,6 +274,24 @@ mod tests {
         assert!(head("HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n").close);
         assert!(head("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n").close);
         assert!(!head("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n").close);
+    }
+
+    #[test]
+    fn transfer_encoding_fields_are_one_list_and_override_the_length() {
+        // Fuzz finding (fuzz/corpus/response/te-*): with a coding other than
+        // chunked last, a Content-Length beside it framed the body (rule 4
+        // says: until the close); a second field that ended the list with
+        // chunked still closed the connection; `chunked,` was not chunked.
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 4\r\n\r\n");
+        assert_eq!((h.framing, h.close), (Framing::UntilClose, true));
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!((h.framing, h.close), (Framing::Chunked, false));
+        let h = head(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\n",
+        );
+        assert_eq!((h.framing, h.close), (Framing::UntilClose, true));
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, \r\nTransfer-Encoding:\r\n\r\n");
+        assert_eq!((h.framing, h.close), (Framing::Chunked, false));
     }
 
     #[test]

@@ -27,6 +27,9 @@
 //! * [`proc`] — the one place `/proc` is read (on the `procfs` crate).
 //! * [`page`] — what every report page and chart is made of (the studies'
 //!   reports and `blocklab load --html` alike).
+//! * [`wire_properties`] — what both sides' HTTP/1.1 parsers must keep
+//!   whatever bytes arrive, however split: checked by the fuzz targets
+//!   (`fuzz/`) and by the corpus replay (`tests/fuzz_corpus.rs`).
 //!
 //! And the command line: [`cli`] (the subcommands and the dispatch; each
 //! subcommand's flags live beside it: `server/args.rs`, `load/args.rs`,
@@ -48,3 +51,4 @@ pub mod proc;
 pub mod seed;
 pub mod server;
 pub mod studies;
+pub mod wire_properties;

@@ -48,9 +48,9 @@ use super::state::AppState;
 use crate::http1;
 
 /// The longest request head accepted.
-const MAX_HEAD: usize = 16 * 1024;
+pub const MAX_HEAD: usize = 16 * 1024;
 /// The most header fields accepted.
-const MAX_HEADERS: usize = 64;
+pub const MAX_HEADERS: usize = 64;
 
 thread_local! {
     /// Where readable bytes are read and parsed; one per worker thread, so an
@@ -127,7 +127,7 @@ impl LeanServer {
 }
 
 /// What one parsed request asks for.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Action {
     Test,
     Delay(Duration),
@@ -138,7 +138,7 @@ enum Action {
     Refuse(u16, String),
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Request {
     action: Action,
     endpoint: Endpoint,
@@ -149,7 +149,7 @@ struct Request {
     confirm_keep_alive: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Parsed {
     /// A whole request head, and how many bytes it took.
     Request(Request, usize),
@@ -224,6 +224,57 @@ fn parse(bytes: &[u8], nodes: u64) -> Parsed {
     let request =
         Request { action, endpoint, head_only, keep_alive: keep, confirm_keep_alive: http10 && keep };
     Parsed::Request(request, used)
+}
+
+/// Lean's reading of the request head at the start of `bytes`, as a
+/// connection reads it (valid ids run from 1 to `nodes`). The one way in
+/// from outside the server, for the property checks that the fuzz targets
+/// and the corpus replay run ([`crate::wire_properties`]); it answers
+/// nothing and reads no data.
+pub fn read_head(bytes: &[u8], nodes: u64) -> HeadReading {
+    HeadReading(parse(bytes, nodes))
+}
+
+/// What [`read_head`] made of some bytes; two readings are `==` when they
+/// route, answer and keep the connection alike and took as many bytes.
+#[derive(Debug, PartialEq)]
+pub struct HeadReading(Parsed);
+
+impl HeadReading {
+    /// Whether more bytes are needed before anything can be answered.
+    pub fn is_partial(&self) -> bool {
+        matches!(self.0, Parsed::Partial)
+    }
+
+    /// Bytes of the request head read, when a request was read.
+    pub fn head_len(&self) -> Option<usize> {
+        match self.0 {
+            Parsed::Request(_, used) => Some(used),
+            _ => None,
+        }
+    }
+
+    /// The error status answered from the head alone (a malformed head, a
+    /// body, a wrong method, an unknown path, a bad query); `None` while
+    /// partial and for a request its endpoint answers.
+    pub fn refusal(&self) -> Option<u16> {
+        match &self.0 {
+            Parsed::Malformed(status, _) => Some(*status),
+            Parsed::Request(Request { action: Action::Refuse(status, _), .. }, _) => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection stays open after the answer (never after a
+    /// malformed head).
+    pub fn keeps_alive(&self) -> bool {
+        matches!(self.0, Parsed::Request(Request { keep_alive: true, .. }, _))
+    }
+
+    /// Whether the answer leaves its body out (a HEAD request).
+    pub fn head_only(&self) -> bool {
+        matches!(self.0, Parsed::Request(Request { head_only: true, .. }, _))
+    }
 }
 
 /// At most 100 characters of a client's text, for an error message.
