@@ -439,3 +439,55 @@ pub fn load(args: &LoadArgs) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{LoadPlan, Stop};
+
+    fn load(args: &[&str]) -> Result<LoadPlan, String> {
+        /// `blocklab load` alone, as the command line holds it (a subcommand
+        /// with subcommands of its own).
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            command: Command,
+        }
+        #[derive(clap::Subcommand)]
+        enum Command {
+            Load(LoadArgs),
+        }
+        let argv = ["blocklab", "load"].iter().chain(args);
+        let Command::Load(load) =
+            <Cli as clap::Parser>::try_parse_from(argv).map_err(|e| e.to_string())?.command;
+        load.plan()
+    }
+
+    #[test]
+    fn the_seed_invocation_parses_as_written() {
+        let plan = load(&["-k", "-c", "200", "-n", "100000", "http://localhost:9000/test"]).unwrap();
+        assert_eq!((plan.connections, plan.stop, plan.keep_alive), (200, Stop::Requests(100_000), true));
+        assert_eq!(plan.target.path, "/test");
+        assert_eq!(plan.mode(), "closed");
+    }
+
+    #[test]
+    fn bad_load_flags_are_refused() {
+        for bad in [
+            &["-c", "0", "http://127.0.0.1:1/"][..],
+            &["-c", "10", "-n", "5", "http://127.0.0.1:1/"],
+            &["-n", "10", "-z", "1s", "http://127.0.0.1:1/"],
+            &["--rate", "0", "http://127.0.0.1:1/"],
+            &["--rate", "-3", "http://127.0.0.1:1/"],
+            &["-z", "soon", "http://127.0.0.1:1/"],
+            &["--timeout", "0s", "http://127.0.0.1:1/"],
+            &["ftp://127.0.0.1:1/"],
+            &["--urls", "/nonexistent/targets.txt"],
+            &["not a url"],
+            &["-H", "nocolon", "http://127.0.0.1:1/"],
+        ] {
+            assert!(load(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(load(&["https://127.0.0.1:1/"]).unwrap().tls.is_some());
+    }
+}
