@@ -268,3 +268,57 @@ fn content_from_record(fields: Vec<Value>) -> Result<Content, GraphError> {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::content_record;
+
+    fn node(properties: Vec<(&str, Value)>) -> Vec<Value> {
+        let properties = properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let labels = Value::List(vec![Value::String("Content".into())]);
+        vec![Value::Struct(
+            0x4E,
+            vec![Value::Int(0), labels, Value::Map(properties), Value::String("4:x:0".into())],
+        )]
+    }
+
+    #[test]
+    fn a_node_record_becomes_content_and_anything_else_is_malformed() {
+        let c = content_record(7);
+        let text = |s: &str| Value::String(s.to_string());
+        let full = vec![
+            ("id", Value::Int(7)),
+            ("name", text(&c.name)),
+            ("code", text(&c.code)),
+            ("mimeType", text(&c.mime_type)),
+            ("contentType", text(&c.content_type)),
+            ("body", text(&c.body)),
+        ];
+        assert_eq!(content_from_record(node(full.clone())).unwrap(), c);
+        let mut no_body = full.clone();
+        no_body.pop();
+        let error = content_from_record(node(no_body)).unwrap_err().to_string();
+        assert!(error.contains("property body: missing"), "{error}");
+        let mut text_id = full;
+        text_id[0].1 = text("7");
+        let error = content_from_record(node(text_id)).unwrap_err().to_string();
+        assert!(error.contains("property id: a string"), "{error}");
+        assert!(matches!(content_from_record(vec![Value::Int(1)]), Err(GraphError::Malformed(_))));
+    }
+
+    #[test]
+    fn failures_map_to_unavailable_or_query_by_their_code() {
+        let target = Neo4jTarget { scheme: "bolt".into(), host: "h".into(), port: 1, credentials: None };
+        let failure = |code: &str| BoltError::Failure { code: code.into(), message: "m".into() };
+        let kind = |e| classify(&target, e).kind();
+        assert_eq!(kind(failure("Neo.ClientError.Statement.SyntaxError")), "query");
+        assert_eq!(kind(failure("Neo.ClientError.Security.Unauthorized")), "unavailable");
+        assert_eq!(kind(failure("Neo.TransientError.General.DatabaseUnavailable")), "unavailable");
+        assert_eq!(kind(BoltError::Io(std::io::ErrorKind::UnexpectedEof.into())), "unavailable");
+        assert_eq!(kind(BoltError::Connect("refused".into())), "unavailable");
+        assert_eq!(kind(BoltError::Protocol("x".into())), "malformed");
+        let query = classify(&target, failure("Neo.ClientError.Statement.SyntaxError")).to_string();
+        assert!(query.contains("Neo.ClientError.Statement.SyntaxError: m"), "{query}");
+    }
+}
