@@ -40,7 +40,7 @@ pub struct ConnectConfig {
     pub port: u16,
     /// How to log in.
     pub auth: Auth,
-    /// Limit for the TCP connect and the version handshake.
+    /// Limit for the TCP connect.
     pub connect_timeout: Duration,
 }
 
@@ -110,27 +110,26 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects, negotiates a version and logs in. The TCP connect and the
-    /// handshake are bounded by `connect_timeout`; the login by the caller.
+    /// Connects, negotiates a version and logs in. The TCP connect is
+    /// bounded by `connect_timeout`; the handshake and the login by the
+    /// caller (the read's timeout): the kernel accepts a connection however
+    /// busy Neo4j is, but its JVM may take a while to answer on a loaded
+    /// machine, and that is a slow read, not an unreachable database.
     pub async fn open(config: &ConnectConfig) -> Result<Connection, BoltError> {
-        let handshake = async {
-            let stream = TcpStream::connect((config.host.as_str(), config.port))
-                .await
-                .map_err(|e| BoltError::Connect(e.to_string()))?;
-            // Every request is one write of whole messages and each waits for
-            // its answer: Nagle's algorithm would only delay them.
-            stream.set_nodelay(true)?;
-            let mut stream = BufReader::with_capacity(16 * 1024, stream);
-            let mut hello = MAGIC.to_vec();
-            PROPOSALS.iter().for_each(|p| hello.extend_from_slice(p));
-            stream.get_mut().write_all(&hello).await?;
-            let mut chosen = [0u8; 4];
-            stream.read_exact(&mut chosen).await?;
-            Ok::<_, BoltError>((stream, chosen))
-        };
-        let (stream, chosen) = tokio::time::timeout(config.connect_timeout, handshake)
+        let connect = TcpStream::connect((config.host.as_str(), config.port));
+        let stream = tokio::time::timeout(config.connect_timeout, connect)
             .await
-            .map_err(|_| BoltError::Connect(format!("no handshake within {:?}", config.connect_timeout)))??;
+            .map_err(|_| BoltError::Connect(format!("no connection within {:?}", config.connect_timeout)))?
+            .map_err(|e| BoltError::Connect(e.to_string()))?;
+        // Every request is one write of whole messages and each waits for
+        // its answer: Nagle's algorithm would only delay them.
+        stream.set_nodelay(true)?;
+        let mut stream = BufReader::with_capacity(16 * 1024, stream);
+        let mut hello = MAGIC.to_vec();
+        PROPOSALS.iter().for_each(|p| hello.extend_from_slice(p));
+        stream.get_mut().write_all(&hello).await?;
+        let mut chosen = [0u8; 4];
+        stream.read_exact(&mut chosen).await?;
         let version = Version { major: chosen[3], minor: chosen[2] };
         if !matches!(version, Version { major: 5, minor: 0..=4 } | Version { major: 4, minor: 4 }) {
             return Err(BoltError::Protocol(format!(
