@@ -50,7 +50,9 @@ impl std::fmt::Display for Neo4jTarget {
 pub struct Neo4jGraph {
     target: Neo4jTarget,
     settings: DbSettings,
-    /// For the async path: used from the HTTP runtime's tasks.
+    /// For the async path: awaited by the HTTP runtime's tasks (and the
+    /// actors' runtime). A connection's socket stays registered with the
+    /// runtime that opened it, whichever runtime awaits it later.
     pool: Pool,
     /// For the blocking path: connections living on the client runtime.
     blocking_pool: Arc<Pool>,
