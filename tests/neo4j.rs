@@ -1,6 +1,6 @@
 //! Against a real Neo4j 5.26 (the project's own, started by `scripts/test`
 //! through `scripts/neo4j`, which sets `NEO4J_URI`): seeding, every endpoint
-//! through neo4rs, no wrong answer while clients cut requests off, and the
+//! through blocklab's Bolt client, no wrong answer while clients cut requests off, and the
 //! resilience of the service when the database dies under load and comes
 //! back. With `CI=true` a missing server is a failure, not a skip.
 

@@ -8,6 +8,7 @@
 //! a real async client slot in beside the embedded one.
 
 mod backend;
+mod bolt;
 mod credentials;
 mod dataset;
 mod embedded;

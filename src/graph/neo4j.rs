@@ -1,29 +1,25 @@
-//! Neo4j over Bolt, through `neo4rs` (an async driver). The non-blocking read
-//! is its async API, awaited. The blocking read is built the way the official
-//! Java driver builds its synchronous session on its async core: the query
-//! runs on the driver's **own client runtime** and the calling thread waits
-//! for the answer on a channel — never `block_on` inside a runtime worker.
+//! Neo4j over Bolt, through blocklab's own client (`graph/bolt`: why it
+//! replaced `neo4rs` is said there). The non-blocking read awaits the
+//! client's pool on the calling runtime. The blocking read is built the way
+//! the official Java driver builds its synchronous session on its async
+//! core: the query runs on the driver's **own client runtime** and the
+//! calling thread waits for the answer on a channel — never `block_on`
+//! inside a runtime worker.
 //!
-//! neo4rs retries some failures with backoff for up to a minute; every read
-//! here is bounded by the configured timeout instead, so nothing waits longer.
-//!
-//! **Why neo4rs 0.9 (a release candidate) and not 0.8.** A read whose future
-//! is dropped mid-exchange — the client closed its connection, or the timeout
-//! fired — left its Bolt answers unread on a pooled connection under 0.8, and
-//! the next read on that connection took the stale answers for its own: under
-//! load blocklab answered 404 for nodes that exist (54 wrong answers in 10,000
-//! checked reads, `tests/neo4j.rs::no_wrong_answer_while_clients_cut_requests_off`).
-//! 0.9.0-rc.11 counts each connection's pending answers and drains them (or
-//! discards the connection) before reuse, and pipelines PULL with RUN. Every
-//! answer is also checked against the id asked for.
+//! Every read is bounded by the configured timeout, and every connect by
+//! the connect timeout. A read whose future is dropped mid-exchange — the
+//! client closed its connection, or the timeout fired — closes its Bolt
+//! connection rather than leave its answers for the next read (the pool's
+//! rule, `graph/bolt/pool.rs`), and every answer is also checked against the
+//! id asked for.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use neo4rs::{ConfigBuilder, Graph, Node, query};
 
 use super::backend::{
     CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SEED_QUERY, SeedReport,
 };
+use super::bolt::{Auth, BoltError, ConnectConfig, Pool, Value};
 
 /// Where the Neo4j server is.
 #[derive(Clone, PartialEq, Eq)]
@@ -54,169 +50,51 @@ impl std::fmt::Display for Neo4jTarget {
 pub struct Neo4jGraph {
     target: Neo4jTarget,
     settings: DbSettings,
-    /// For the async path: used from the HTTP runtime's tasks.
-    graph: Graph,
-    /// For the blocking path: a separate driver living on its own runtime.
-    blocking_graph: Graph,
+    /// For the async path: awaited by the HTTP runtime's tasks (and the
+    /// actors' runtime). A connection's socket stays registered with the
+    /// runtime that opened it, whichever runtime awaits it later.
+    pool: Pool,
+    /// For the blocking path: connections living on the client runtime.
+    blocking_pool: Arc<Pool>,
     client_runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Neo4jGraph {
-    /// A backend for `target`. Connections open on first use (neo4rs pools lazily).
+    /// A backend for `target`. Connections open on first use, so a server
+    /// can start while its database is down.
     pub fn new(target: Neo4jTarget, settings: DbSettings) -> Result<Neo4jGraph, GraphError> {
-        let (user, password) = target.credentials.clone().unwrap_or_else(|| {
-            (
-                std::env::var("NEO4J_USER").unwrap_or_else(|_| "neo4j".to_string()),
-                std::env::var("NEO4J_PASSWORD").unwrap_or_default(),
-            )
+        let credentials = target.credentials.clone().or_else(|| {
+            let password = std::env::var("NEO4J_PASSWORD").ok()?;
+            Some((std::env::var("NEO4J_USER").unwrap_or_else(|_| "neo4j".to_string()), password))
         });
-        let uri = format!("{}:{}", target.host, target.port);
+        let auth = match credentials {
+            Some((user, password)) => Auth::Basic { user, password },
+            None => Auth::None,
+        };
+        let config = ConnectConfig {
+            host: target.host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            port: target.port,
+            auth,
+            connect_timeout: settings.connect_timeout,
+        };
         let client_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("neo4j-client")
             .enable_all()
             .build()
             .map_err(|e| GraphError::Unavailable(format!("cannot start the driver runtime: {e}")))?;
-        // A pool of `connections` (neo4rs opens them on first use).
-        let connect = |connections: usize| {
-            let config = ConfigBuilder::default()
-                .uri(uri.as_str())
-                .user(user.as_str())
-                .password(password.as_str())
-                .max_connections(connections.max(1))
-                .build()
-                .map_err(|e| GraphError::Unavailable(format!("{target}: invalid configuration: {e}")))?;
-            // The pool's timers belong to the client runtime.
-            let _runtime = client_runtime.enter();
-            Graph::connect(config).map_err(|e| GraphError::Unavailable(format!("{target}: {e}")))
-        };
-        let blocking_graph = connect(settings.pool)?;
-        let graph = connect(settings.async_connections)?;
-        Ok(Neo4jGraph { target, settings, graph, blocking_graph, client_runtime: Some(client_runtime) })
-    }
-
-    /// Runs `work` on the client runtime and blocks this thread for its
-    /// result, at most the read timeout.
-    fn wait_for<T: Send + 'static>(
-        &self,
-        work: impl std::future::Future<Output = Result<T, GraphError>> + Send + 'static,
-    ) -> Result<T, GraphError> {
-        self.wait_for_long(work, self.settings.timeout)
-    }
-}
-
-impl Drop for Neo4jGraph {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.client_runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-async fn read_node(graph: Graph, target: String, timeout: Duration, id: i64) -> Result<Content, GraphError> {
-    let work = async {
-        let mut rows =
-            graph.execute(query(CONTENT_QUERY).param("id", id)).await.map_err(|e| classify(&target, &e))?;
-        let row = rows.next().await.map_err(|e| classify(&target, &e))?.ok_or(GraphError::NotFound(id))?;
-        let node: Node = row.get("n").map_err(|e| GraphError::Malformed(e.to_string()))?;
-        let content = content_from_node(&node)?;
-        // A node other than the one asked for means the connection's answers
-        // were out of step with its requests: an error, never an answer.
-        if content.id != id {
-            return Err(GraphError::Malformed(format!(
-                "asked for node {id}, the driver returned node {}",
-                content.id
-            )));
-        }
-        Ok(content)
-    };
-    // Dropping `work` mid-exchange (this timeout, or a client that went away)
-    // is safe with neo4rs 0.9: the pool drains the pending answers before the
-    // connection's next use, or discards it when a read was cut mid-message.
-    tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| GraphError::Unavailable(format!("{target}: no answer within {timeout:?}")))?
-}
-
-async fn run(graph: Graph, target: String, timeout: Duration, q: neo4rs::Query) -> Result<(), GraphError> {
-    tokio::time::timeout(timeout, graph.run(q))
-        .await
-        .map_err(|_| GraphError::Unavailable(format!("{target}: no answer within {timeout:?}")))?
-        .map_err(|e| classify(&target, &e))
-}
-
-impl GraphBackend for Neo4jGraph {
-    fn describe(&self) -> String {
-        format!(
-            "Neo4j at {} (blocking path: pool of {} on the driver's own runtime; async path: pool of {}; {} timeout per read)",
-            self.target,
-            self.settings.pool,
-            self.settings.async_connections,
-            humantime::format_duration(self.settings.timeout)
-        )
-    }
-
-    fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
-        let graph = self.blocking_graph.clone();
-        self.wait_for(read_node(graph, self.target.to_string(), self.settings.timeout, id))
-    }
-
-    fn read(&self, id: i64) -> ReadFuture<'_> {
-        Box::pin(read_node(self.graph.clone(), self.target.to_string(), self.settings.timeout, id))
-    }
-
-    fn count(&self) -> Result<u64, GraphError> {
-        let (graph, target, timeout) =
-            (self.blocking_graph.clone(), self.target.to_string(), self.settings.timeout);
-        self.wait_for(async move {
-            let work = async {
-                let mut rows = graph
-                    .execute(query("MATCH (n:Content) RETURN count(n) AS c"))
-                    .await
-                    .map_err(|e| classify(&target, &e))?;
-                let row = rows.next().await.map_err(|e| classify(&target, &e))?;
-                Ok(row.and_then(|r| r.get::<i64>("c").ok()).unwrap_or(0).max(0) as u64)
-            };
-            tokio::time::timeout(timeout, work)
-                .await
-                .map_err(|_| GraphError::Unavailable(format!("{target}: no answer within {timeout:?}")))?
+        Ok(Neo4jGraph {
+            pool: Pool::new(config.clone(), settings.async_connections),
+            blocking_pool: Arc::new(Pool::new(config, settings.pool)),
+            target,
+            settings,
+            client_runtime: Some(client_runtime),
         })
     }
 
-    fn seed(&self, nodes: u64, progress: &dyn Fn(u64)) -> Result<SeedReport, GraphError> {
-        let started = Instant::now();
-        let target = self.target.to_string();
-        let slow = Duration::from_secs(120);
-        let write = |q: neo4rs::Query| {
-            self.wait_for_long(run(self.blocking_graph.clone(), target.clone(), slow, q), slow)
-        };
-        write(query("CREATE INDEX content_id IF NOT EXISTS FOR (n:Content) ON (n.id)"))?;
-        let before = self.count()?;
-        let batch = 5_000u64;
-        let mut from = 1u64;
-        while from <= nodes {
-            let to = (from + batch - 1).min(nodes);
-            write(query(SEED_QUERY).param("from", from as i64).param("to", to as i64))?;
-            progress(to);
-            from = to + 1;
-        }
-        write(
-            query("MATCH (n:Content) WHERE n.id > $n OR n.id < 1 DETACH DELETE n").param("n", nodes as i64),
-        )?;
-        Ok(SeedReport { before, after: self.count()?, took: started.elapsed() })
-    }
-
-    fn settings(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("db_pool", self.settings.pool.to_string()),
-            ("db_async_connections", self.settings.async_connections.to_string()),
-            ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
-        ]
-    }
-}
-
-impl Neo4jGraph {
-    fn wait_for_long<T: Send + 'static>(
+    /// Runs `work` on the client runtime and blocks this thread for its
+    /// result, at most `limit`.
+    fn wait_for<T: Send + 'static>(
         &self,
         work: impl std::future::Future<Output = Result<T, GraphError>> + Send + 'static,
         limit: Duration,
@@ -231,29 +109,218 @@ impl Neo4jGraph {
             .recv_timeout(limit)
             .map_err(|_| GraphError::Unavailable(format!("{}: no answer within {limit:?}", self.target)))?
     }
+
+    /// Runs `query` through the blocking pool, from the calling thread.
+    fn run_blocking(
+        &self,
+        query: &'static str,
+        params: Vec<(&'static str, Value)>,
+        limit: Duration,
+    ) -> Result<Vec<Vec<Value>>, GraphError> {
+        let (pool, target) = (self.blocking_pool.clone(), self.target.clone());
+        self.wait_for(
+            async move {
+                let work = pool.run(query, &params);
+                tokio::time::timeout(limit, work)
+                    .await
+                    .map_err(|_| no_answer(&target, limit))?
+                    .map_err(|e| classify(&target, e))
+            },
+            limit,
+        )
+    }
 }
 
-fn classify(target: &str, e: &neo4rs::Error) -> GraphError {
-    match e {
-        neo4rs::Error::IOError { .. } | neo4rs::Error::ConnectionError => {
-            GraphError::Unavailable(format!("{target}: {e}"))
-        }
-        neo4rs::Error::AuthenticationError(_) => {
-            GraphError::Unavailable(format!("{target}: authentication failed"))
-        }
-        other => {
-            let text = other.to_string();
-            if text.contains("pool") || text.contains("onnection") {
-                GraphError::Unavailable(format!("{target}: {}", text.chars().take(200).collect::<String>()))
-            } else {
-                GraphError::Query(text.chars().take(200).collect())
-            }
+impl Drop for Neo4jGraph {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.client_runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }
 
-fn content_from_node(node: &Node) -> Result<Content, GraphError> {
-    Content::from_properties(node.get::<i64>("id").map_err(|e| e.to_string()), |key| {
-        node.get::<String>(key).map_err(|e| e.to_string())
-    })
+fn no_answer(target: &Neo4jTarget, limit: Duration) -> GraphError {
+    GraphError::Unavailable(format!("{target}: no answer within {limit:?}"))
+}
+
+async fn read_node(
+    pool: &Pool,
+    target: &Neo4jTarget,
+    timeout: Duration,
+    id: i64,
+) -> Result<Content, GraphError> {
+    let work = async {
+        let records =
+            pool.run(CONTENT_QUERY, &[("id", Value::Int(id))]).await.map_err(|e| classify(target, e))?;
+        let record = records.into_iter().next().ok_or(GraphError::NotFound(id))?;
+        let content = content_from_record(record)?;
+        // A node other than the one asked for means the connection's answers
+        // were out of step with its requests: an error, never an answer.
+        if content.id != id {
+            return Err(GraphError::Malformed(format!(
+                "asked for node {id}, the driver returned node {}",
+                content.id
+            )));
+        }
+        Ok(content)
+    };
+    // Dropping `work` mid-exchange (this timeout, or a client that went
+    // away) closes the connection it held: see graph/bolt/pool.rs.
+    tokio::time::timeout(timeout, work).await.map_err(|_| no_answer(target, timeout))?
+}
+
+impl GraphBackend for Neo4jGraph {
+    fn describe(&self) -> String {
+        format!(
+            "Neo4j at {} (blocklab's Bolt client; blocking path: pool of {} on the driver's own runtime; async path: pool of {}; {} timeout per read)",
+            self.target,
+            self.settings.pool,
+            self.settings.async_connections,
+            humantime::format_duration(self.settings.timeout)
+        )
+    }
+
+    fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
+        let (pool, target, timeout) =
+            (self.blocking_pool.clone(), self.target.clone(), self.settings.timeout);
+        self.wait_for(async move { read_node(&pool, &target, timeout, id).await }, timeout)
+    }
+
+    fn read(&self, id: i64) -> ReadFuture<'_> {
+        Box::pin(read_node(&self.pool, &self.target, self.settings.timeout, id))
+    }
+
+    fn count(&self) -> Result<u64, GraphError> {
+        let records =
+            self.run_blocking("MATCH (n:Content) RETURN count(n) AS c", Vec::new(), self.settings.timeout)?;
+        match records.first().and_then(|fields| fields.first()) {
+            Some(Value::Int(n)) => Ok((*n).max(0) as u64),
+            other => Err(GraphError::Malformed(format!("count(n) answered {other:?}"))),
+        }
+    }
+
+    fn seed(&self, nodes: u64, progress: &dyn Fn(u64)) -> Result<SeedReport, GraphError> {
+        let started = Instant::now();
+        let slow = Duration::from_secs(120);
+        let write = |query, params| self.run_blocking(query, params, slow).map(drop);
+        write("CREATE INDEX content_id IF NOT EXISTS FOR (n:Content) ON (n.id)", Vec::new())?;
+        let before = self.count()?;
+        let batch = 5_000u64;
+        let mut from = 1u64;
+        while from <= nodes {
+            let to = (from + batch - 1).min(nodes);
+            write(SEED_QUERY, vec![("from", Value::Int(from as i64)), ("to", Value::Int(to as i64))])?;
+            progress(to);
+            from = to + 1;
+        }
+        write(
+            "MATCH (n:Content) WHERE n.id > $n OR n.id < 1 DETACH DELETE n",
+            vec![("n", Value::Int(nodes as i64))],
+        )?;
+        Ok(SeedReport { before, after: self.count()?, took: started.elapsed() })
+    }
+
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("db_pool", self.settings.pool.to_string()),
+            ("db_async_connections", self.settings.async_connections.to_string()),
+            ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
+        ]
+    }
+}
+
+/// Maps a Bolt error to what the server counts and answers: a database it
+/// cannot use (connection, login, a database still starting: 503) apart
+/// from a query Neo4j refused (500).
+fn classify(target: &Neo4jTarget, e: BoltError) -> GraphError {
+    let short = |text: String| text.chars().take(200).collect::<String>();
+    match e {
+        BoltError::Connect(_) | BoltError::Io(_) => GraphError::Unavailable(format!("{target}: {e}")),
+        BoltError::Failure { code, .. } if code.starts_with("Neo.ClientError.Security.") => {
+            GraphError::Unavailable(format!("{target}: authentication failed ({code})"))
+        }
+        BoltError::Failure { code, message } if code.starts_with("Neo.TransientError.") => {
+            GraphError::Unavailable(short(format!("{target}: {code}: {message}")))
+        }
+        BoltError::Failure { code, message } => GraphError::Query(short(format!("{code}: {message}"))),
+        BoltError::Protocol(_) => GraphError::Malformed(short(format!("{target}: {e}"))),
+    }
+}
+
+/// The Content node of a record whose one field is a Node structure (tag
+/// 0x4E: id, labels, properties, and from Bolt 5 the element id).
+fn content_from_record(fields: Vec<Value>) -> Result<Content, GraphError> {
+    let Some(Value::Struct(0x4E, node)) = fields.into_iter().next() else {
+        return Err(GraphError::Malformed("the record holds no node".to_string()));
+    };
+    let Some(properties @ Value::Map(_)) = node.get(2) else {
+        return Err(GraphError::Malformed("the node has no properties".to_string()));
+    };
+    let missing = || "missing".to_string();
+    Content::from_properties(
+        match properties.get("id") {
+            Some(Value::Int(id)) => Ok(*id),
+            Some(other) => Err(format!("a {}", other.type_name())),
+            None => Err(missing()),
+        },
+        |key| match properties.get(key) {
+            Some(Value::String(text)) => Ok(text.clone()),
+            Some(other) => Err(format!("a {}", other.type_name())),
+            None => Err(missing()),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::content_record;
+
+    fn node(properties: Vec<(&str, Value)>) -> Vec<Value> {
+        let properties = properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let labels = Value::List(vec![Value::String("Content".into())]);
+        vec![Value::Struct(
+            0x4E,
+            vec![Value::Int(0), labels, Value::Map(properties), Value::String("4:x:0".into())],
+        )]
+    }
+
+    #[test]
+    fn a_node_record_becomes_content_and_anything_else_is_malformed() {
+        let c = content_record(7);
+        let text = |s: &str| Value::String(s.to_string());
+        let full = vec![
+            ("id", Value::Int(7)),
+            ("name", text(&c.name)),
+            ("code", text(&c.code)),
+            ("mimeType", text(&c.mime_type)),
+            ("contentType", text(&c.content_type)),
+            ("body", text(&c.body)),
+        ];
+        assert_eq!(content_from_record(node(full.clone())).unwrap(), c);
+        let mut no_body = full.clone();
+        no_body.pop();
+        let error = content_from_record(node(no_body)).unwrap_err().to_string();
+        assert!(error.contains("property body: missing"), "{error}");
+        let mut text_id = full;
+        text_id[0].1 = text("7");
+        let error = content_from_record(node(text_id)).unwrap_err().to_string();
+        assert!(error.contains("property id: a string"), "{error}");
+        assert!(matches!(content_from_record(vec![Value::Int(1)]), Err(GraphError::Malformed(_))));
+    }
+
+    #[test]
+    fn failures_map_to_unavailable_or_query_by_their_code() {
+        let target = Neo4jTarget { scheme: "bolt".into(), host: "h".into(), port: 1, credentials: None };
+        let failure = |code: &str| BoltError::Failure { code: code.into(), message: "m".into() };
+        let kind = |e| classify(&target, e).kind();
+        assert_eq!(kind(failure("Neo.ClientError.Statement.SyntaxError")), "query");
+        assert_eq!(kind(failure("Neo.ClientError.Security.Unauthorized")), "unavailable");
+        assert_eq!(kind(failure("Neo.TransientError.General.DatabaseUnavailable")), "unavailable");
+        assert_eq!(kind(BoltError::Io(std::io::ErrorKind::UnexpectedEof.into())), "unavailable");
+        assert_eq!(kind(BoltError::Connect("refused".into())), "unavailable");
+        assert_eq!(kind(BoltError::Protocol("x".into())), "malformed");
+        let query = classify(&target, failure("Neo.ClientError.Statement.SyntaxError")).to_string();
+        assert!(query.contains("Neo.ClientError.Statement.SyntaxError: m"), "{query}");
+    }
 }
