@@ -4,7 +4,10 @@
 //!
 //! Each connection runs one loop: decide whether there is a next request and
 //! when it is due, send it, wait for the whole response (bounded by the
-//! timeout and the `-z` deadline), record exactly one outcome.
+//! timeout and the `-z` deadline), record exactly one outcome. A new
+//! connection's TCP connect and TLS handshake are timed apart; a timeout is
+//! a connect, handshake or request timeout by where it struck. With
+//! `--urls`, a connection sends the file's requests in turn.
 //!
 //! * Closed loop (default): a connection sends its next request as soon as
 //!   the previous one ended; `-n` is shared through one atomic counter, so
