@@ -10,7 +10,7 @@ use hyper::header::{HeaderName, HeaderValue};
 
 use super::plan::{ConnectionStages, Progress, RateSchedule, Target, UrlRequest};
 use super::report::LoadReport;
-use super::tls::{TlsClient, Trust};
+use super::tls::Trust;
 use super::{LoadPlan, Stop};
 use super::{compare, thresholds};
 use crate::command::created;
@@ -214,14 +214,12 @@ impl LoadArgs {
             Some(stages) => stages.max(),
             None => self.concurrency as usize,
         };
-        let mut plan = LoadPlan::new(url, connections, stop)?;
-        if plan.target.https && (self.insecure || self.cacert.is_some()) {
-            let trust = match &self.cacert {
-                Some(path) => Trust::File(path.clone()),
-                None => Trust::Insecure,
-            };
-            plan.tls = Some(TlsClient::new(&plan.target.hostname, &trust)?);
-        }
+        let trust = match (&self.cacert, self.insecure) {
+            (Some(path), _) => Trust::File(path.clone()),
+            (None, true) => Trust::Insecure,
+            (None, false) => Trust::Platform,
+        };
+        let mut plan = LoadPlan::trusting(url, connections, stop, &trust)?;
         for line in lines {
             let target = Target::parse(&line.url).map_err(|e| format!("--urls line {}: {e}", line.line))?;
             if !target.same_origin(&plan.target) {

@@ -1,5 +1,6 @@
 //! One HTTP/1.1 client connection on blocklab's own wire ([`crate::http1`]),
-//! and the classification of every way a request can fail into an
+//! over plain TCP or TLS ([`Stream`]; the handshake is [`super::tls`]'s), and
+//! the classification of every way a request can fail into an
 //! [`ErrorKind`], which the engine counts.
 //!
 //! The request is encoded once per run and written as is; responses are

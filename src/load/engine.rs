@@ -4,7 +4,10 @@
 //!
 //! Each connection runs one loop: decide whether there is a next request and
 //! when it is due, send it, wait for the whole response (bounded by the
-//! timeout and the `-z` deadline), record exactly one outcome.
+//! timeout and the `-z` deadline), record exactly one outcome. A new
+//! connection's TCP connect and TLS handshake are timed apart; a timeout is
+//! a connect, handshake or request timeout by where it struck. With
+//! `--urls`, a connection sends the file's requests in turn.
 //!
 //! * Closed loop (default): a connection sends its next request as soon as
 //!   the previous one ended; `-n` is shared through one atomic counter, so
@@ -274,7 +277,7 @@ async fn connection_loop(
             }
             shared.ended.fetch_add(1, Relaxed);
         };
-        next_url = (first + batch) % urls;
+        next_url = if urls == 1 { 0 } else { (first + batch) % urls };
         exchange(plan, wire, first, batch, &mut connection, stats, sent, deadline, &mut watchdog, record)
             .await;
         now = Instant::now();
@@ -320,6 +323,8 @@ async fn exchange(
     let cut = deadline.map_or(limit, |d| d.min(limit));
     let phase = std::cell::Cell::new(Phase::Exchanging);
     let mut answered = 0;
+    // The request the next response answers (the batch's in turn, wrapping around).
+    let mut answering = first;
     let work = async {
         // A keep-alive connection the server closed while it was idle is replaced before the write.
         if !(plan.keep_alive && connection.as_mut().is_some_and(Connection::is_open)) {
@@ -357,8 +362,8 @@ async fn exchange(
         open.write(wire.batch(first, batch)).await?;
         while answered < batch {
             let want_server = stats.borrow().server.is_none();
-            let to_head = wire.is_head((first + answered) % wire.count());
-            let reply = open.read_response(to_head, want_server).await?;
+            let reply = open.read_response(wire.is_head(answering), want_server).await?;
+            answering = if answering + 1 == wire.count() { 0 } else { answering + 1 };
             answered += 1;
             record(Outcome::Reply(reply));
         }

@@ -120,7 +120,7 @@ impl Default for UrlStats {
 /// The figures one engine thread recorded.
 pub struct ThreadStats {
     /// Send to last body byte, per completed request (µs). Without keep-alive
-    /// it includes connecting, as the client saw it.
+    /// it includes connecting (and the TLS handshake), as the client saw it.
     pub latency: Histogram<u64>,
     /// Open loop only: from the time the request *should* have been sent (µs).
     pub corrected: Option<Histogram<u64>>,

@@ -192,8 +192,13 @@ impl LoadPlan {
     /// runner start from.
     /// An `https://` URL trusts the platform's roots.
     pub fn new(url: &str, connections: usize, stop: Stop) -> Result<LoadPlan, String> {
+        LoadPlan::trusting(url, connections, stop, &Trust::Platform)
+    }
+
+    /// [`LoadPlan::new`], an `https://` URL trusting `trust`.
+    pub fn trusting(url: &str, connections: usize, stop: Stop, trust: &Trust) -> Result<LoadPlan, String> {
         let target = Target::parse(url)?;
-        let tls = if target.https { Some(TlsClient::new(&target.hostname, &Trust::Platform)?) } else { None };
+        let tls = if target.https { Some(TlsClient::new(&target.hostname, trust)?) } else { None };
         Ok(LoadPlan {
             target,
             method: hyper::Method::GET,

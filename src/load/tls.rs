@@ -202,3 +202,34 @@ impl ServerCertVerifier for AnyCertificate {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failed_handshake_gets_its_reason() {
+        let tls = |e: rustls::Error| io::Error::new(io::ErrorKind::InvalidData, e);
+        let cert = |e: CertificateError| tls(rustls::Error::InvalidCertificate(e));
+        assert_eq!(classify(&cert(CertificateError::UnknownIssuer)), ErrorKind::TlsUnknownIssuer);
+        assert_eq!(classify(&cert(CertificateError::NotValidForName)), ErrorKind::TlsNameMismatch);
+        assert_eq!(classify(&cert(CertificateError::Expired)), ErrorKind::TlsExpired);
+        assert_eq!(classify(&cert(CertificateError::NotValidYet)), ErrorKind::TlsBadCertificate);
+        assert_eq!(classify(&cert(CertificateError::BadSignature)), ErrorKind::TlsBadCertificate);
+        let alert = tls(rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure));
+        assert_eq!(classify(&alert), ErrorKind::TlsProtocol);
+        assert_eq!(classify(&io::Error::from(io::ErrorKind::UnexpectedEof)), ErrorKind::TlsProtocol);
+        assert_eq!(classify(&io::Error::from(io::ErrorKind::ConnectionReset)), ErrorKind::ConnectionReset);
+    }
+
+    #[test]
+    fn a_missing_or_empty_cacert_is_refused_and_an_ip_is_a_server_name() {
+        assert!(
+            TlsClient::new("127.0.0.1", &Trust::File("/nonexistent.pem".into()))
+                .unwrap_err()
+                .contains("cannot read")
+        );
+        assert!(TlsClient::new("[::1]", &Trust::Insecure).is_ok());
+        assert!(TlsClient::new("localhost", &Trust::Insecure).unwrap().trust.contains("--insecure"));
+    }
+}
