@@ -109,6 +109,10 @@ mod tests {
     type Log = Arc<Mutex<Vec<(usize, u8)>>>;
 
     async fn fake_server() -> (ConnectConfig, Log) {
+        fake_server_speaking([0, 0, 4, 5]).await
+    }
+
+    async fn fake_server_speaking(version: [u8; 4]) -> (ConnectConfig, Log) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let log: Log = Arc::default();
@@ -116,7 +120,7 @@ mod tests {
         tokio::spawn(async move {
             for n in 0.. {
                 let (stream, _) = listener.accept().await.unwrap();
-                tokio::spawn(serve(n, stream, server_log.clone()));
+                tokio::spawn(serve(n, stream, version, server_log.clone()));
             }
         });
         let config = ConnectConfig {
@@ -128,13 +132,13 @@ mod tests {
         (config, log)
     }
 
-    /// Bolt 5.4; a query "slow" answers after 300 ms, "fail" with FAILURE
+    /// Bolt `version` (5.4 unless a test says otherwise); a query "slow" answers after 300 ms, "fail" with FAILURE
     /// (then IGNORED until a RESET), any other with one record: `[$id]`;
     /// after "bye" the server closes the connection.
-    async fn serve(n: usize, mut stream: TcpStream, log: Log) {
+    async fn serve(n: usize, mut stream: TcpStream, version: [u8; 4], log: Log) {
         let mut handshake = [0u8; 20];
         stream.read_exact(&mut handshake).await.unwrap();
-        stream.write_all(&[0, 0, 4, 5]).await.unwrap();
+        stream.write_all(&version).await.unwrap();
         let (mut message, mut failed, mut id, mut bye) = (Vec::new(), false, Value::Null, false);
         while read_message(&mut stream, &mut message).await.is_ok() {
             let mut decoder = Decoder::new(&message);
@@ -244,6 +248,16 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(read(&pool, "q", 2).await.unwrap(), vec![vec![Value::Int(2)]]);
         assert_eq!(tags_of(&log, 1), [0x01, 0x6A, 0x10, 0x3F]);
+    }
+
+    #[tokio::test]
+    async fn bolt_4_4_logs_in_within_hello_and_a_version_not_offered_is_refused() {
+        let (config, log) = fake_server_speaking([0, 0, 4, 4]).await;
+        let pool = Pool::new(config, 1);
+        assert_eq!(read(&pool, "q", 1).await.unwrap(), vec![vec![Value::Int(1)]]);
+        assert_eq!(tags_of(&log, 0), [0x01, 0x10, 0x3F], "no LOGON before Bolt 5.1");
+        let (config, _) = fake_server_speaking([0, 0, 0, 3]).await;
+        assert!(matches!(read(&Pool::new(config, 1), "q", 1).await, Err(BoltError::Protocol(_))));
     }
 
     #[tokio::test]
