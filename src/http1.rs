@@ -280,7 +280,8 @@ mod tests {
 
     #[test]
     fn transfer_encoding_fields_are_one_list_and_override_the_length() {
-        // Fuzz finding (fuzz/corpus/response/te-*): with a coding other than
+        // Found by the framing property (fuzz/seeds/response/finding-te-*),
+        // on inputs written to probe it: with a coding other than
         // chunked last, a Content-Length beside it framed the body (rule 4
         // says: until the close); a second field that ended the list with
         // chunked still closed the connection; `chunked,` was not chunked.
@@ -317,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_head_past_the_limit_is_too_large_however_it_arrives() {
-        // Fuzz finding (fuzz/corpus/response/head-limit-*): a bad byte past
+        // Fuzz finding (fuzz/seeds/response/finding-head-limit-split): a bad byte past
         // the limit made the head malformed when the bytes came at once and
         // too large when they came in pieces.
         let head =

@@ -3,9 +3,9 @@
 //! load` reads with ([`crate::http1`]) and the request parser of the `lean`
 //! server model ([`crate::server::lean::read_head`]). The fuzz targets in
 //! `fuzz/` run [`check_response`] and [`check_request`] on every input they
-//! make up; `tests/fuzz_corpus.rs` runs them on every file of the kept corpus
-//! (`fuzz/corpus/`), so `cargo test` replays what the fuzzer found without
-//! the fuzzer. A broken property panics, naming the property and the input:
+//! make up; `tests/fuzz_corpus.rs` runs them on every file kept in the
+//! repository (`fuzz/seeds/`, `fuzz/corpus/`), so `cargo test` replays what
+//! the fuzzer found without the fuzzer. A broken property panics, naming the property and the input:
 //! that is how a fuzz target reports a finding.
 //!
 //! Each check reads its input the way the real reader reads a connection
