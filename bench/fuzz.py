@@ -37,7 +37,6 @@ The machine's other load slows the executions per second, not what is found.
 """
 
 import argparse
-import glob
 import os
 import re
 import shutil
