@@ -12,9 +12,10 @@ The toolchain is stable: RUSTC_BOOTSTRAP=1 lets it take the unstable flags
 cargo fuzz passes (the sanitizer). cargo-fuzz comes from crates.io
 (`cargo install cargo-fuzz --locked`); libFuzzer itself is built from C++ by
 libfuzzer-sys with the system's C++ compiler (g++ here). The targets are
-built once, then run directly, each starting from its corpus in the
-repository (fuzz/corpus/TARGET, read only) with new inputs written to a
-fresh directory.
+built once, then run directly, each starting from what the repository
+keeps (read only): fuzz/seeds/TARGET (real requests and responses, hand-made
+ones, every finding's input) and fuzz/corpus/TARGET (what earlier runs
+reached beyond them); new inputs go to a fresh directory.
 
 Per target it prints the executions (and per second), the coverage at the
 end (`cov`: code edges reached; `ft`: libFuzzer's finer features), the new
@@ -25,7 +26,9 @@ or input using more than --rss-mb of memory. Exit status 1 when any target
 crashed.
 
 --keep adds the new entries to fuzz/corpus/TARGET and minimizes it with
-`cargo fuzz cmin`, which `cargo test` then replays (tests/fuzz_corpus.rs).
+`cargo fuzz cmin` (-use_counters=0: one input per code edge reached, not per
+hit count, which keeps the corpus a few hundred small files); `cargo test`
+replays seeds and corpus (tests/fuzz_corpus.rs).
 The machine's other load slows the executions per second, not what is found.
 
     bench/fuzz.py
@@ -34,7 +37,6 @@ The machine's other load slows the executions per second, not what is found.
 """
 
 import argparse
-import glob
 import os
 import re
 import shutil
@@ -76,6 +78,7 @@ def fuzz(target, args, results):
     """Runs one target for --minutes; puts its figures in results[target]."""
     binary = os.path.join(FUZZ, "target", TRIPLE, "release", target)
     kept = os.path.join(FUZZ, "corpus", target)
+    seeds = os.path.join(FUZZ, "seeds", target)
     work = tempfile.mkdtemp(prefix=f"fuzz-{target}-")
     new = os.path.join(work, "new")
     artifacts = os.path.join(FUZZ, "artifacts", target) + "/"
@@ -83,7 +86,7 @@ def fuzz(target, args, results):
     os.makedirs(artifacts, exist_ok=True)
     before = set(os.listdir(artifacts))
     seconds = int(args.minutes * 60)
-    cmd = [binary, new, kept, f"-max_total_time={seconds}", f"-timeout={args.timeout}",
+    cmd = [binary, new, kept, seeds, f"-max_total_time={seconds}", f"-timeout={args.timeout}",
            f"-rss_limit_mb={args.rss_mb}", f"-max_len={args.max_len}", f"-artifact_prefix={artifacts}",
            f"-dict={os.path.join(FUZZ, 'http.dict')}", "-print_final_stats=1"]
     log_path = os.path.join(work, "libfuzzer.log")
@@ -130,6 +133,7 @@ def keep(target, result, sanitizer):
     for name in result["new"]:
         shutil.copy(os.path.join(result["new_dir"], name), kept)
     cmd, env = cargo_fuzz(["cmin", "-O", target, kept], sanitizer)
+    cmd += ["--", "-use_counters=0"]
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     say(f"{target}: corpus kept, minimized: {len(os.listdir(kept))} files in {kept}")
 
@@ -183,7 +187,7 @@ def main():
             print(f"{target}: libFuzzer exited with {r['status']}; see {r['log']}")
     if crashed:
         print("Each crash is a finding: fix it, add a regression test beside the parser and put the input in "
-              "fuzz/corpus/TARGET.")
+              "fuzz/seeds/TARGET/finding-NAME.")
         sys.exit(1)
     if args.keep:
         for target in args.targets:

@@ -98,10 +98,12 @@ pub fn parse_response(
 ) -> Result<Option<ResponseHead>, WireError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
     let mut response = httparse::Response::new(&mut fields);
-    let len = match response.parse(bytes) {
-        Ok(httparse::Status::Complete(len)) if len <= max_head => len,
+    // Only the first `max_head` bytes are parsed, so that the verdict on a
+    // head past the limit does not depend on how many bytes had arrived.
+    let len = match response.parse(&bytes[..bytes.len().min(max_head)]) {
+        Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if bytes.len() <= max_head => return Ok(None),
-        Ok(_) => return Err(WireError::HeadTooLarge(max_head)),
+        Ok(httparse::Status::Partial) => return Err(WireError::HeadTooLarge(max_head)),
         Err(httparse::Error::TooManyHeaders) => return Err(WireError::Malformed("too many header fields")),
         Err(httparse::Error::Version) => return Err(WireError::Malformed("not an HTTP/1.x status line")),
         Err(httparse::Error::Status) => return Err(WireError::Malformed("bad status code")),
@@ -278,7 +280,8 @@ mod tests {
 
     #[test]
     fn transfer_encoding_fields_are_one_list_and_override_the_length() {
-        // Fuzz finding (fuzz/corpus/response/te-*): with a coding other than
+        // Found by the framing property (fuzz/seeds/response/finding-te-*),
+        // on inputs written to probe it: with a coding other than
         // chunked last, a Content-Length beside it framed the body (rule 4
         // says: until the close); a second field that ended the list with
         // chunked still closed the connection; `chunked,` was not chunked.
@@ -311,6 +314,24 @@ mod tests {
         }
         let long = format!("HTTP/1.1 200 OK\r\nX: {}\r\n", "a".repeat(2000));
         assert_eq!(parse_response(long.as_bytes(), 1024, false, false), Err(WireError::HeadTooLarge(1024)));
+    }
+
+    #[test]
+    fn a_head_past_the_limit_is_too_large_however_it_arrives() {
+        // Fuzz finding (fuzz/seeds/response/finding-head-limit-split): a bad byte past
+        // the limit made the head malformed when the bytes came at once and
+        // too large when they came in pieces.
+        let head =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\rc3\r\n\r\n";
+        for end in 65..=head.len() {
+            assert_eq!(
+                parse_response(&head[..end], 64, false, false),
+                Err(WireError::HeadTooLarge(64)),
+                "{end}"
+            );
+        }
+        assert_eq!(parse_response(&head[..64], 64, false, false), Ok(None));
+        crate::wire_properties::check_response(head);
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! load` reads with ([`crate::http1`]) and the request parser of the `lean`
 //! server model ([`crate::server::lean::read_head`]). The fuzz targets in
 //! `fuzz/` run [`check_response`] and [`check_request`] on every input they
-//! make up; `tests/fuzz_corpus.rs` runs them on every file of the kept corpus
-//! (`fuzz/corpus/`), so `cargo test` replays what the fuzzer found without
-//! the fuzzer. A broken property panics, naming the property and the input:
+//! make up; `tests/fuzz_corpus.rs` runs them on every file kept in the
+//! repository (`fuzz/seeds/`, `fuzz/corpus/`), so `cargo test` replays what
+//! the fuzzer found without the fuzzer. A broken property panics, naming the property and the input:
 //! that is how a fuzz target reports a finding.
 //!
 //! Each check reads its input the way the real reader reads a connection
@@ -62,7 +62,8 @@ pub fn check_response(input: &[u8]) {
                 broken(
                     input,
                     &format!(
-                        "reads of {sizes:?} (HEAD: {to_head}, head limit {max_head}) gave {split:?}, whole {whole:?}"
+                        "{} (HEAD: {to_head}, head limit {max_head}) gave {split:?}, whole {whole:?}",
+                        reads(&sizes)
                     ),
                 );
             }
@@ -78,7 +79,7 @@ pub fn check_request(input: &[u8]) {
     for sizes in splits(input) {
         let split = read(&sizes);
         if split != whole {
-            broken(input, &format!("reads of {sizes:?} gave {split:?}, whole {whole:?}"));
+            broken(input, &format!("{} gave {split:?}, whole {whole:?}", reads(&sizes)));
         }
     }
 }
@@ -87,6 +88,15 @@ pub fn check_request(input: &[u8]) {
 fn broken(input: &[u8], what: &str) -> ! {
     let shown: String = input.escape_ascii().to_string().chars().take(600).collect();
     panic!("{what}\ninput ({} bytes): b\"{shown}\"", input.len());
+}
+
+/// Reads of `sizes`, in a few words.
+fn reads(sizes: &[usize]) -> String {
+    if sizes.iter().all(|size| *size == 1) {
+        return "reads of one byte each".into();
+    }
+    let shown: Vec<String> = sizes.iter().take(20).map(usize::to_string).collect();
+    format!("reads of {}{} bytes", shown.join(", "), if sizes.len() > 20 { ", ..." } else { "" })
 }
 
 /// The ways a check splits an input into reads besides reading it whole:
