@@ -31,15 +31,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+from _common import BLOCKLAB, ROOT, free_port, wait_for
 
 
 def rusage_of(cmd, cpu, tmp):
@@ -51,23 +49,6 @@ def rusage_of(cmd, cpu, tmp):
         proc.returncode = os.waitstatus_to_exitcode(status)
     with open(out_path) as f, open(err_path) as g:
         return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nginx on port {port} did not come up")
 
 
 def certificate(tmp):

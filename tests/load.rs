@@ -7,28 +7,11 @@ mod common;
 use std::time::Duration;
 
 use blocklab::cli::{Cli, Command};
-use blocklab::load::{self, ErrorKind, LoadPlan, RunResult};
+use blocklab::load::{self, ErrorKind, RunResult};
 use clap::Parser;
 use common::{TestServer, behaviour};
 
-fn plan(args: &[&str]) -> LoadPlan {
-    let argv = ["blocklab", "load"].iter().chain(args);
-    match Cli::try_parse_from(argv).unwrap().command {
-        Command::Load(l) => l.plan().unwrap(),
-        _ => unreachable!(),
-    }
-}
-
-fn run(args: &[&str]) -> RunResult {
-    let result = load::run(&plan(args)).unwrap();
-    assert!(result.is_balanced(), "sent != completed + errors + in flight");
-    result
-}
-
-fn errors(result: &RunResult, kind: ErrorKind) -> u64 {
-    result.stats.errors[kind.index()]
-}
-
+use common::{load_errors as errors, load_plan as plan, load_run as run};
 fn p(result: &RunResult, h: impl Fn(&RunResult) -> &hdrhistogram::Histogram<u64>, q: f64) -> Duration {
     Duration::from_micros(h(result).value_at_quantile(q))
 }

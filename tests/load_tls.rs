@@ -18,28 +18,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use blocklab::cli::{Cli, Command as BlocklabCommand};
-use blocklab::load::{self, ErrorKind, LoadPlan, RunResult};
+use blocklab::load::{self, ErrorKind};
 use clap::Parser;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
-fn plan(args: &[&str]) -> LoadPlan {
-    let argv = ["blocklab", "load", "-q"].iter().chain(args);
-    match Cli::try_parse_from(argv).unwrap().command {
-        BlocklabCommand::Load(l) => l.plan().unwrap(),
-        _ => unreachable!(),
-    }
-}
-
-fn run(args: &[&str]) -> RunResult {
-    let result = load::run(&plan(args)).unwrap();
-    assert!(result.is_balanced(), "sent != completed + errors + in flight");
-    result
-}
-
-fn errors(result: &RunResult, kind: ErrorKind) -> u64 {
-    result.stats.errors[kind.index()]
-}
-
+use common::{load_errors as errors, load_plan as plan, load_run as run};
 /// A directory of the test's own, removed when dropped.
 struct TempDir(PathBuf);
 

@@ -409,3 +409,25 @@ pub fn neo4j_uri() -> Option<String> {
         }
     }
 }
+
+/// `blocklab load ARGS` as the command line parses it (quiet: tests read the result, not the progress).
+pub fn load_plan(args: &[&str]) -> blocklab::load::LoadPlan {
+    use clap::Parser;
+    let argv = ["blocklab", "load", "-q"].iter().chain(args);
+    match blocklab::cli::Cli::try_parse_from(argv).unwrap().command {
+        blocklab::cli::Command::Load(l) => l.plan().unwrap(),
+        _ => unreachable!(),
+    }
+}
+
+/// Runs `blocklab load ARGS` and checks every request is accounted for.
+pub fn load_run(args: &[&str]) -> blocklab::load::RunResult {
+    let result = blocklab::load::run(&load_plan(args)).unwrap();
+    assert!(result.is_balanced(), "sent != completed + errors + in flight");
+    result
+}
+
+/// How many errors of `kind` a run counted.
+pub fn load_errors(result: &blocklab::load::RunResult, kind: blocklab::load::ErrorKind) -> u64 {
+    result.stats.errors[kind.index()]
+}
