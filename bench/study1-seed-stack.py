@@ -32,6 +32,7 @@ scripts/neo4j, which escalates too) and wipes its Neo4j store, also on Ctrl-C.
     bench/study1-seed-stack.py --quick             # smoke: ~3 minutes
     bench/study1-seed-stack.py                     # 3 rounds, ~15-25 minutes
     bench/study1-seed-stack.py --all --rounds 5 --warm 180 --json study1.json
+    bench/study1-seed-stack.py --lean                      # blocklab under lean as well
 """
 
 import argparse
@@ -419,6 +420,10 @@ class Bench:
             BLOCKLAB, "serve", "--listen", "127.0.0.1:0", "--db", self.bolt, "--nodes", str(a.nodes),
             "--db-async-connections", str(a.db_async_connections)])
         self.servers["blocklab"] = bl
+        if a.lean:
+            self.servers["blocklab-lean"] = self.stack.start_server("blocklab-lean", self.pin(a.server_cpu) + [
+                BLOCKLAB, "serve", "--model", "lean", "--listen", "127.0.0.1:0", "--db", self.bolt,
+                "--nodes", str(a.nodes), "--db-async-connections", str(a.db_async_connections)])
         pl = self.stack.start_server("play", self.pin(a.server_cpu) + [
             os.path.join(ROOT, "peers", "play", "run"), PLAY_OUT, "--listen", "127.0.0.1:0",
             "--db", self.bolt, "--nodes", str(a.nodes)])
@@ -432,7 +437,7 @@ class Bench:
         for name in SERVERS:
             for path in a.endpoints:
                 row = self.measure(name, path, per)
-                log(f"  {name:<8} {path:<20} {row['rps']:>9,.0f} req/s (warm-up)")
+                log(f"  {name:<13} {path:<20} {row['rps']:>9,.0f} req/s (warm-up)")
 
         rows, ceilings, ab_rows = [], [], []
         for r in range(a.rounds):
@@ -450,7 +455,7 @@ class Bench:
                     row = self.measure(name, path, a.seconds)
                     row["round"] = r + 1
                     rows.append(row)
-                    log(f"  {name:<8} {path:<20} {row['rps']:>9,.0f} req/s  p99 {row['p99_ms']:>7.1f} ms  "
+                    log(f"  {name:<13} {path:<20} {row['rps']:>9,.0f} req/s  p99 {row['p99_ms']:>7.1f} ms  "
                         f"server {fmt(row['server_cpu_us_per_req'])} µs/req  "
                         f"Neo4j {fmt(row['neo4j_cpu_us_per_query'])} µs/query  failed {row['failed']}")
             rate = int(0.7 * c["reads_per_s"])
@@ -459,7 +464,7 @@ class Bench:
                     row = self.measure(name, path, a.seconds, rate=rate)
                     row["round"] = r + 1
                     rows.append(row)
-                    log(f"  {name:<8} {path:<20} open loop {rate}/s: {row['rps']:>8,.0f} req/s  corrected p99 "
+                    log(f"  {name:<13} {path:<20} open loop {rate}/s: {row['rps']:>8,.0f} req/s  corrected p99 "
                         f"{row['p99_ms']:>7.1f} ms  (uncorrected {row['p99_uncorrected_ms']:.1f})  "
                         f"failed {row['failed']}")
             if a.ab:
@@ -470,7 +475,7 @@ class Bench:
                         for row in self.ab_vs_load(name, path, n, first):
                             row["round"] = r + 1
                             ab_rows.append(row)
-                            log(f"  {row['tool']:<13} -> {name:<8} {path:<14} {row['rps']:>9,.0f} req/s  "
+                            log(f"  {row['tool']:<13} -> {name:<13} {path:<14} {row['rps']:>9,.0f} req/s  "
                                 f"p99 {fmt(row['p99_ms'])} ms  client {fmt(row['client_cpu_us_per_req'], 1)} "
                                 f"µs/req  failed {row['failed']}")
         result.update({"ceiling": ceilings, "rows": rows, "ab": ab_rows, "loadavg_end": loadavg(),
@@ -595,6 +600,11 @@ class Bench:
             r = ratio(b, p)
             goal(f"{path}: server CPU µs/req, blocklab ÷ Play", f"{fmt(b)} / {fmt(p)} = {fmt(r, 2)}", "≤ 1/3 (0.33)",
                  r is not None and r <= 1 / 3)
+            if a.lean:
+                b = table[("blocklab-lean", path)]["server_cpu_us_per_req"]
+                r = ratio(b, p)
+                goal(f"{path}: server CPU µs/req, blocklab under lean ÷ Play (reported)",
+                     f"{fmt(b)} / {fmt(p)} = {fmt(r, 2)}", "≤ 1/3 (0.33)", None)
         for path in OPEN_LOOP:
             b, p = pick("blocklab", path, "open", "p99_ms"), pick("play", path, "open", "p99_ms")
             r = ratio(b, p)
@@ -644,11 +654,16 @@ def main():
     p.add_argument("--ab-db-requests", type=int, default=30000, help="ab -n on /getDataAsync (default 30000)")
     p.add_argument("--db-cpu", type=int, default=1, help="CPU of Neo4j and of the load generator (default 1)")
     p.add_argument("--server-cpu", type=int, default=0, help="CPU of the server under test (default 0)")
+    p.add_argument("--lean", action="store_true",
+                   help="also blocklab under --model lean (its own httparse server) as a third server, "
+                        "'blocklab-lean'; the goals stay on blocklab's default model, reactive")
     a = p.parse_args()
     if a.quick:
         a.rounds, a.seconds, a.warm, a.server_warm, a.warm_max = 1, 3, 10, 6, 10
         a.ab_requests, a.ab_db_requests, a.ceiling_warmup = 10000, 3000, 2
     a.endpoints = ENDPOINTS if a.all else DEFAULT_ENDPOINTS
+    if a.lean:
+        SERVERS.insert(1, "blocklab-lean")
     if a.rounds < 1 or a.seconds < 1 or a.warm < 0 or a.server_warm < 0:
         p.error("--rounds and --seconds must be >= 1, --warm and --server-warm >= 0")
     ncpu = os.cpu_count() or 1

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::peers::Peers;
+use super::target::Targets;
 
 /// A Neo4j started by `scripts/neo4j start PORT`.
 pub struct ManagedNeo4j {
@@ -24,11 +24,12 @@ pub struct ManagedNeo4j {
 impl ManagedNeo4j {
     /// Starts one on a free loopback port, pinned to `cpus` (a taskset list)
     /// when given, and waits until Bolt accepts. The error says why, with the
-    /// script's last lines.
-    pub fn start(peers: &Peers, cpus: Option<&str>) -> Result<ManagedNeo4j, String> {
-        let root = peers.root.clone();
+    /// script's last lines. Its version comes from the `neo4j` database
+    /// peer's manifest.
+    pub fn start(targets: &Targets, cpus: Option<&str>) -> Result<ManagedNeo4j, String> {
+        let root = targets.peers.root.clone();
         let script = root.join("scripts/neo4j");
-        let version = peers.get("neo4j").map_or_else(|| "Neo4j".to_string(), |p| p.versions.clone());
+        let version = targets.database("neo4j").map_or_else(|| "Neo4j".to_string(), |p| p.versions.clone());
         let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
         let mut command = Command::new(&script);
         command.args(["start", &port.to_string()]).stdin(Stdio::null()).stderr(Stdio::piped());

@@ -125,11 +125,6 @@ impl Target {
     pub fn is_go(&self) -> bool {
         self.runtime() == Runtime::Go
     }
-
-    /// Whether the harness starts and stops it (everything but a URL).
-    pub fn is_managed(&self) -> bool {
-        !matches!(self, Target::Url(_))
-    }
 }
 
 /// Every target this checkout can run: blocklab's server (the binary given)
@@ -242,7 +237,7 @@ mod tests {
         let own: Vec<Target> = Model::ALL.into_iter().map(Target::model).collect();
         assert_eq!(targets.named("lean", &own, "/delay", "target").unwrap(), Target::model(Model::Lean));
         let spring = targets.named("spring-web", &own, "/delay", "target").unwrap();
-        assert!(spring.is_jvm() && spring.is_managed() && spring.serves("/delay"));
+        assert!(spring.is_jvm() && spring.serves("/delay"));
         assert!(targets.named("go-nethttp", &own, "/delay", "target").unwrap().is_go());
         // Play serves study 1's endpoints, not /delay.
         let err = targets.named("play", &own, "/delay", "target").unwrap_err();
@@ -262,7 +257,7 @@ mod tests {
         let command = targets.command(&play, None, &[]).unwrap();
         assert!(command.get_program().to_string_lossy().ends_with("scripts/peers"));
         let url = Target::url("http://127.0.0.1:8080/delay?ms=10").unwrap();
-        assert!(targets.command(&url, None, &[]).is_none() && !url.is_managed());
+        assert!(targets.command(&url, None, &[]).is_none());
         assert!(url.serves("/delay") && !url.serves("/test"));
         assert_eq!(url.name(), "http://127.0.0.1:8080/delay?ms=10");
         assert!(Target::url("https://x/").unwrap_err().contains("http://HOST:PORT/PATH"));

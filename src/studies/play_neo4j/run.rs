@@ -351,12 +351,11 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
         }
         BenchDb::Managed => {}
     }
-    let peers = &plan.available.peers;
     let cpus = placement::list(&plan.db_cpus);
     let pin = plan.placement.pinned.then_some(cpus.as_str());
     eprintln!("bench: starting Neo4j (scripts/neo4j) on a free loopback port, pinned to CPU {cpus}");
     let started = Instant::now();
-    let neo4j = ManagedNeo4j::start(peers, pin).map_err(|e| anyhow::anyhow!("--db neo4j: {e}"))?;
+    let neo4j = ManagedNeo4j::start(&plan.available, pin).map_err(|e| anyhow::anyhow!("--db neo4j: {e}"))?;
     let url: DbUrl = neo4j.url().parse().map_err(|e| anyhow::anyhow!("{}: {e}", neo4j.url()))?;
     let name = format!(
         "{} (started by the bench on 127.0.0.1:{}, pid {}, {})",
