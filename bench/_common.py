@@ -1,12 +1,14 @@
 """What the bench scripts share: where the checkout and its binary are, a free
-loopback port, waiting for a server to listen, a process's CPU time, the load
-average, and the one-core nginx they measure against.
+loopback port, waiting for a server to listen, a process's CPU time (of a running
+one from /proc, of a finished one from its rusage), the load average, and the
+one-core nginx they measure against.
 
 Imported as `from _common import ...` (a script's own folder is on Python's path).
 """
 
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -41,6 +43,18 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rusage_of(cmd, cpu, tmp):
+    """Runs cmd pinned to `cpu`; returns (stdout, stderr, user+sys seconds, exit code): the
+    kernel's rusage of the process once it has exited, so all its threads are counted."""
+    out_path, err_path = os.path.join(tmp, "tool.out"), os.path.join(tmp, "tool.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(out_path) as f, open(err_path) as g:
+        return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
 
 
 def loadavg():

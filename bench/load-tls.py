@@ -24,6 +24,7 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
 
     bench/load-tls.py                      # 5 rounds of 5 s per tool and case
     bench/load-tls.py --rounds 3 --seconds 3 -c 50
+    bench/load-tls.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
 """
 
 import argparse
@@ -37,18 +38,7 @@ import sys
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, free_port, wait_for
-
-
-def rusage_of(cmd, cpu, tmp):
-    """Runs cmd pinned to `cpu`; returns (stdout, stderr, user+sys seconds, exit code)."""
-    out_path, err_path = os.path.join(tmp, "tool.out"), os.path.join(tmp, "tool.err")
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    with open(out_path) as f, open(err_path) as g:
-        return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
+from _common import BLOCKLAB, ROOT, free_port, loadavg, rusage_of, wait_for
 
 
 def certificate(tmp):
@@ -103,8 +93,9 @@ def number(pattern, text):
     return float(m.group(1)) if m else None
 
 
-def tools(case, port, conns, seconds, tmp, cert):
-    """(name, command, read) for `case`: read(stdout) gives (requests/s, requests)."""
+def tools(case, port, conns, seconds, tmp, cert, builds):
+    """(name, command, read) for `case`: read(stdout) gives (requests/s, requests).
+    `builds` are the blocklab binaries to run, (name, path) each."""
     url = f"https://127.0.0.1:{port}/"
     json_file = os.path.join(tmp, "blocklab.json")
 
@@ -120,8 +111,8 @@ def tools(case, port, conns, seconds, tmp, cert):
         return number(r"Requests per second:\s+([\d.]+)", out), number(r"Complete requests:\s+(\d+)", out)
 
     keep = ["-k"] if case == "keep-alive" else []
-    found = [("blocklab", [BLOCKLAB, "load", *keep, "-q", "-c", str(conns), "-z", f"{seconds}s", "--threads", "1",
-                           "--cacert", cert, "--json", json_file, url], blocklab_read)]
+    found = [(name, [path, "load", *keep, "-q", "-c", str(conns), "-z", f"{seconds}s", "--threads", "1",
+                     "--cacert", cert, "--json", json_file, url], blocklab_read) for name, path in builds]
     if shutil.which("wrk"):
         close = [] if case == "keep-alive" else ["-H", "Connection: close"]
         found.append(("wrk", ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", *close, url], wrk_read))
@@ -156,7 +147,7 @@ def compare(case, peers, rounds, load_cpu, tmp, log):
             reused = reuse_share(log, since) if case != "keep-alive" else None
             results[name].append((rps, cpu / n * 1e6, reused))
             shown = f"  {reused * 100:5.1f} % resumed" if reused is not None else ""
-            print(f"  {case} round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request{shown}",
+            print(f"  {case} round {r + 1} {name:<16} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request{shown}",
                   flush=True)
     return results
 
@@ -176,8 +167,9 @@ def table(case, results):
         reused = f"{statistics.median(shares) * 100:.0f} %" if shares else "(one per connection)"
         ratio = f"{med / wrk:.2f}" if wrk else "n/a"
         print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} | {reused} |")
-    if wrk and results.get("blocklab"):
-        print(f"\n{case}: blocklab/wrk = {statistics.median(x[0] for x in results['blocklab']) / wrk:.3f}")
+    for name in (n for n in results if n.startswith("blocklab") and results[n]):
+        if wrk:
+            print(f"{case}: {name}/wrk = {statistics.median(x[0] for x in results[name]) / wrk:.3f}")
 
 
 def main():
@@ -187,13 +179,17 @@ def main():
     p.add_argument("-c", "--connections", type=int, default=100)
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--load-cpu", type=int, default=1)
+    p.add_argument("--blocklab", default=BLOCKLAB, help="the blocklab binary measured (default: %(default)s)")
+    p.add_argument("--before", metavar="BINARY",
+                   help="another blocklab build (before a change), run as 'blocklab-before' in the same rounds")
     args = p.parse_args()
+    builds = [("blocklab", args.blocklab)] + ([("blocklab-before", args.before)] if args.before else [])
 
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
     missing = [name for name, there in (("nginx", nginx), ("openssl", shutil.which("openssl"))) if not there]
     if missing:
         sys.exit(f"bench/load-tls.py needs {' and '.join(missing)} (Debian: nginx-light, openssl)")
-    if not os.path.exists(BLOCKLAB):
+    if args.blocklab == BLOCKLAB and not os.path.exists(BLOCKLAB):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
     left_out = [t for t in ("wrk", "ab") if not shutil.which(t)]
     if left_out:
@@ -204,11 +200,13 @@ def main():
     try:
         print(f"nginx `return 200` over TLS (1 worker process) pinned to CPU {args.server_cpu}; load generators "
               f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections; "
-              f"{args.rounds} rounds x {args.seconds} s per tool and case\n")
+              f"{args.rounds} rounds x {args.seconds} s per tool and case; load average {loadavg()} "
+              f"at {time.strftime('%H:%M:%S', time.gmtime())} UTC\n")
         for case, port in (("keep-alive", kept), ("a new connection per request", fresh)):
-            peers = tools(case, port, args.connections, args.seconds, tmp, cert)
+            peers = tools(case, port, args.connections, args.seconds, tmp, cert, builds)
             table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log))
             print()
+        print(f"load average {loadavg()} at {time.strftime('%H:%M:%S', time.gmtime())} UTC")
     finally:
         server.terminate()
         server.wait(timeout=10)
