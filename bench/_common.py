@@ -7,6 +7,7 @@ Imported as `from _common import ...` (a script's own folder is on Python's path
 """
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -57,10 +58,59 @@ def rusage_of(cmd, cpu, tmp):
         return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
 
 
+# wrk sends no User-Agent; blocklab sends `blocklab-load/VERSION` unless told not to. nginx
+# does measurable work for one (it parses the field and searches it for six browser names:
+# 1,340 more instructions per request under callgrind, 5 % of its user-space work for a
+# keep-alive `return 200` over TLS), so beside wrk blocklab is given `-H 'User-Agent:'` and
+# both send the same head; --with-user-agent runs its default head too.
+SAME_HEAD_AS_WRK = ["-H", "User-Agent:"]
+
+
+def add_run_options(parser):
+    """The options the side-by-side scripts share: rounds, their length, connections, the two
+    CPUs, and --blocklab, --before and --with-user-agent (which blocklab runs: see `builds`)."""
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("-c", "--connections", type=int, default=100)
+    parser.add_argument("--server-cpu", type=int, default=0)
+    parser.add_argument("--load-cpu", type=int, default=1)
+    parser.add_argument("--blocklab", default=BLOCKLAB, help="the blocklab binary measured (default: %(default)s)")
+    parser.add_argument("--before", metavar="BINARY",
+                        help="another blocklab build (before a change), run as 'blocklab-before' in the same rounds")
+    parser.add_argument("--with-user-agent", action="store_true",
+                        help="also run blocklab with its default User-Agent, as 'blocklab+UA', in the same rounds")
+
+
+def nginx_binary():
+    """nginx on the PATH or in /usr/sbin, or None."""
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+
+
+def built(args):
+    """Builds the checkout's release binary when it is the one measured and is missing."""
+    if args.blocklab == BLOCKLAB and not os.path.exists(BLOCKLAB):
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+
+
+def builds(args):
+    """(name, binary, extra flags) of each blocklab run the options ask for; the first is 'blocklab'."""
+    found = [("blocklab", args.blocklab, SAME_HEAD_AS_WRK)]
+    if args.before:
+        found.append(("blocklab-before", args.before, SAME_HEAD_AS_WRK))
+    if args.with_user_agent:
+        found.append(("blocklab+UA", args.blocklab, []))
+    return found
+
+
 def loadavg():
     """The 1, 5 and 15 minute load averages, as /proc/loadavg has them."""
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
+
+
+def now_and_load():
+    """'load average 1.2 0.9 0.7 at 20:46:03 UTC': the conditions a figure was measured in."""
+    return f"load average {loadavg()} at {time.strftime('%H:%M:%S', time.gmtime())} UTC"
 
 
 def nginx_config(tmp, port, server_extra="", http_extra=""):

@@ -6,12 +6,14 @@ core (--server-cpu) and both load generators to another (--load-cpu), each with
 one thread, the same connections and the same duration, taking turns round after
 round so the machine's noise falls on both alike:
 
-  blocklab load -k -m POST --body-file BODY -T application/octet-stream --threads 1 -c C -z Ts URL
+  blocklab load -k -m POST --body-file BODY -T application/octet-stream -H 'User-Agent:' --threads 1 -c C -z Ts URL
   wrk -t1 -cC -dTs -s post.lua URL     (post.lua: wrk.method = "POST", wrk.body = BODY,
                                         wrk.headers["Content-Type"] = "application/octet-stream")
 
 BODY is a file of --body-bytes (default 1024) bytes made here; both tools send it
-on every request.
+on every request, with the same head (Host, Content-Type, Content-Length: wrk sends
+no User-Agent, so blocklab is told to send none; --with-user-agent also runs
+blocklab with its default head, as 'blocklab+UA', in the same rounds).
 
 Before the rounds, a check: each tool sends POSTs to a second nginx port whose
 access log has each request's method, status, `$content_length` and
@@ -31,6 +33,7 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH) and wrk are used when p
     bench/load-post.py                       # 5 rounds of 5 s per tool, -c 100
     bench/load-post.py --rounds 3 --seconds 3 -c 50
     bench/load-post.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
+    bench/load-post.py --with-user-agent                # and blocklab's default User-Agent
 """
 
 import argparse
@@ -44,7 +47,8 @@ import sys
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, cpu_seconds, free_port, loadavg, nginx_config, rusage_of, wait_for
+from _common import (add_run_options, builds, built, cpu_seconds, free_port, now_and_load, nginx_binary, nginx_config,
+                     rusage_of, wait_for)
 
 CONTENT_TYPE = "application/octet-stream"
 
@@ -73,7 +77,7 @@ def number(pattern, text, default=None):
     return float(m.group(1)) if m else default
 
 
-def tools(port, conns, seconds, tmp, body, builds):
+def tools(port, conns, seconds, tmp, body, runs):
     """(name, command, read) per tool: read(stdout) gives (requests/s, requests, responses not 2xx)."""
     url = f"http://127.0.0.1:{port}/"
     json_file = os.path.join(tmp, "blocklab.json")
@@ -98,8 +102,8 @@ wrk.headers["Content-Type"] = "{CONTENT_TYPE}"
                 number(r"Non-2xx or 3xx responses:\s+(\d+)", out, 0) + errors)
 
     found = [(name, [path, "load", "-k", "-q", "-m", "POST", "--body-file", body, "-T", CONTENT_TYPE,
-                     "-c", str(conns), "-z", f"{seconds}s", "--threads", "1", "--json", json_file, url],
-              blocklab_read) for name, path in builds]
+                     "-c", str(conns), "-z", f"{seconds}s", "--threads", "1", "--json", json_file, *extra, url],
+              blocklab_read) for name, path, extra in runs]
     found.append(("wrk", ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "-s", script, url], wrk_read))
     return found
 
@@ -163,38 +167,30 @@ def table(results):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=5)
-    p.add_argument("-c", "--connections", type=int, default=100)
+    add_run_options(p)
     p.add_argument("--body-bytes", type=int, default=1024)
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--load-cpu", type=int, default=1)
-    p.add_argument("--blocklab", default=BLOCKLAB, help="the blocklab binary measured (default: %(default)s)")
-    p.add_argument("--before", metavar="BINARY",
-                   help="another blocklab build (before a change), run as 'blocklab-before' in the same rounds")
     args = p.parse_args()
-    builds = [("blocklab", args.blocklab)] + ([("blocklab-before", args.before)] if args.before else [])
+    runs = builds(args)
 
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    nginx = nginx_binary()
     missing = [name for name, there in (("nginx", nginx), ("wrk", shutil.which("wrk"))) if not there]
     if missing:
         sys.exit(f"bench/load-post.py needs {' and '.join(missing)} (Debian: nginx-light, wrk)")
-    if args.blocklab == BLOCKLAB and not os.path.exists(BLOCKLAB):
-        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    built(args)
     tmp = tempfile.mkdtemp(prefix="load-post-bench-")
     body = os.path.join(tmp, f"body-{args.body_bytes}")
     with open(body, "wb") as f:
         f.write(bytes(ord("a") + i % 26 for i in range(args.body_bytes)))
     server, port, check_port, log = start_nginx(nginx, args.server_cpu, tmp)
     try:
-        check(tools(check_port, 4, 1, tmp, body, builds), log, args.body_bytes, args.load_cpu, tmp)
-        peers = tools(port, args.connections, args.seconds, tmp, body, builds)
+        check(tools(check_port, 4, 1, tmp, body, runs), log, args.body_bytes, args.load_cpu, tmp)
+        peers = tools(port, args.connections, args.seconds, tmp, body, runs)
         print(f"\nnginx `return 200` (1 worker process) pinned to CPU {args.server_cpu}; POST with a "
               f"{args.body_bytes}-byte body; load generators pinned to CPU {args.load_cpu}, one thread each, "
               f"{args.connections} connections, keep-alive; {args.rounds} rounds x {args.seconds} s per tool; "
-              f"load average {loadavg()} at {time.strftime('%H:%M:%S', time.gmtime())} UTC\n")
+              f"{now_and_load()}\n")
         table(compare(peers, args.rounds, args.load_cpu, server, tmp))
-        print(f"\nload average {loadavg()} at {time.strftime('%H:%M:%S', time.gmtime())} UTC")
+        print(f"\n{now_and_load()}")
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -12,6 +12,11 @@ Two cases:
   a new connection  blocklab load     beside  ab, and wrk -H 'Connection: close'
   per request                                               (one handshake per request)
 
+blocklab is given `-H 'User-Agent:'`, so it sends wrk's head (Host only): nginx
+does measurable work for a User-Agent (bench/_common.py says how much), and the
+tools, not their requests, are compared. --with-user-agent also runs blocklab with
+its default head, as 'blocklab+UA', in the same rounds.
+
 Printed per case and tool: the median requests/s, the ratio to wrk, the CPU
 time the tool spent per request (user + system from the kernel's rusage of
 its process) and, for the new-connection case, the share of handshakes that
@@ -25,6 +30,7 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
     bench/load-tls.py                      # 5 rounds of 5 s per tool and case
     bench/load-tls.py --rounds 3 --seconds 3 -c 50
     bench/load-tls.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
+    bench/load-tls.py --with-user-agent                # and blocklab's default User-Agent
 """
 
 import argparse
@@ -38,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, free_port, loadavg, rusage_of, wait_for
+from _common import add_run_options, builds, built, free_port, now_and_load, nginx_binary, rusage_of, wait_for
 
 
 def certificate(tmp):
@@ -93,9 +99,9 @@ def number(pattern, text):
     return float(m.group(1)) if m else None
 
 
-def tools(case, port, conns, seconds, tmp, cert, builds):
+def tools(case, port, conns, seconds, tmp, cert, runs):
     """(name, command, read) for `case`: read(stdout) gives (requests/s, requests).
-    `builds` are the blocklab binaries to run, (name, path) each."""
+    `runs` are the blocklab runs, (name, binary, extra flags) each (_common.builds)."""
     url = f"https://127.0.0.1:{port}/"
     json_file = os.path.join(tmp, "blocklab.json")
 
@@ -112,7 +118,7 @@ def tools(case, port, conns, seconds, tmp, cert, builds):
 
     keep = ["-k"] if case == "keep-alive" else []
     found = [(name, [path, "load", *keep, "-q", "-c", str(conns), "-z", f"{seconds}s", "--threads", "1",
-                     "--cacert", cert, "--json", json_file, url], blocklab_read) for name, path in builds]
+                     "--cacert", cert, "--json", json_file, *extra, url], blocklab_read) for name, path, extra in runs]
     if shutil.which("wrk"):
         close = [] if case == "keep-alive" else ["-H", "Connection: close"]
         found.append(("wrk", ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", *close, url], wrk_read))
@@ -174,23 +180,15 @@ def table(case, results):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=5)
-    p.add_argument("-c", "--connections", type=int, default=100)
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--load-cpu", type=int, default=1)
-    p.add_argument("--blocklab", default=BLOCKLAB, help="the blocklab binary measured (default: %(default)s)")
-    p.add_argument("--before", metavar="BINARY",
-                   help="another blocklab build (before a change), run as 'blocklab-before' in the same rounds")
+    add_run_options(p)
     args = p.parse_args()
-    builds = [("blocklab", args.blocklab)] + ([("blocklab-before", args.before)] if args.before else [])
+    runs = builds(args)
 
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    nginx = nginx_binary()
     missing = [name for name, there in (("nginx", nginx), ("openssl", shutil.which("openssl"))) if not there]
     if missing:
         sys.exit(f"bench/load-tls.py needs {' and '.join(missing)} (Debian: nginx-light, openssl)")
-    if args.blocklab == BLOCKLAB and not os.path.exists(BLOCKLAB):
-        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    built(args)
     left_out = [t for t in ("wrk", "ab") if not shutil.which(t)]
     if left_out:
         print(f"not installed, left out: {', '.join(left_out)} (Debian: wrk, apache2-utils)")
@@ -200,13 +198,12 @@ def main():
     try:
         print(f"nginx `return 200` over TLS (1 worker process) pinned to CPU {args.server_cpu}; load generators "
               f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections; "
-              f"{args.rounds} rounds x {args.seconds} s per tool and case; load average {loadavg()} "
-              f"at {time.strftime('%H:%M:%S', time.gmtime())} UTC\n")
+              f"{args.rounds} rounds x {args.seconds} s per tool and case; {now_and_load()}\n")
         for case, port in (("keep-alive", kept), ("a new connection per request", fresh)):
-            peers = tools(case, port, args.connections, args.seconds, tmp, cert, builds)
+            peers = tools(case, port, args.connections, args.seconds, tmp, cert, runs)
             table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log))
             print()
-        print(f"load average {loadavg()} at {time.strftime('%H:%M:%S', time.gmtime())} UTC")
+        print(now_and_load())
     finally:
         server.terminate()
         server.wait(timeout=10)
