@@ -19,7 +19,10 @@ its default head, as 'blocklab+UA', in the same rounds.
 
 Printed per case and tool: the median requests/s, the ratio to wrk, the CPU
 time the tool spent per request (user + system from the kernel's rusage of
-its process) and, for the new-connection case, the share of handshakes that
+its process), nginx's CPU time per request (from /proc over the tool's turn;
+nginx runs without a master process, so its one process is the worker: the
+same requests should cost it the same, whichever tool sent them) and, for the
+new-connection case, the share of handshakes that
 resumed an earlier TLS session, as nginx saw it (`$ssl_session_reused` in an
 access log of that case's port): a resumed handshake costs both sides much
 less, so tools that resume and tools that do not are not doing the same work.
@@ -44,7 +47,7 @@ import sys
 import tempfile
 import time
 
-from _common import add_run_options, builds, built, free_port, now_and_load, nginx_binary, rusage_of, wait_for
+from _common import add_run_options, builds, built, cpu_seconds, free_port, now_and_load, nginx_binary, rusage_of, wait_for
 
 
 def certificate(tmp):
@@ -66,6 +69,7 @@ def start_nginx(nginx, cpu, tmp, cert, key):
         f.write(f"""
 worker_processes 1;
 daemon off;
+master_process off;
 pid {tmp}/nginx.pid;
 error_log {tmp}/nginx-error.log;
 events {{ worker_connections 4096; }}
@@ -136,13 +140,16 @@ def reuse_share(log, since):
     return (marks.count("r") / len(marks)) if marks else None
 
 
-def compare(case, peers, rounds, load_cpu, tmp, log):
-    """Every tool once per round; returns {name: [(rps, cpu us per request, resumed share or None)]}."""
+def compare(case, peers, rounds, load_cpu, tmp, log, server):
+    """Every tool once per round; returns {name: [(rps, cpu us per request, resumed share or None,
+    nginx cpu us per request)]}."""
     results = {name: [] for name, _, _ in peers}
     for r in range(rounds):
         for name, cmd, read in peers:
             since = os.path.getsize(log) if os.path.exists(log) else 0
+            served = cpu_seconds(server.pid)
             out, err, cpu, code = rusage_of(cmd, load_cpu, tmp)
+            served = cpu_seconds(server.pid) - served
             try:
                 rps, n = read(out)
                 if not rps or not n:
@@ -151,28 +158,29 @@ def compare(case, peers, rounds, load_cpu, tmp, log):
                 print(f"  {case} round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
                 continue
             reused = reuse_share(log, since) if case != "keep-alive" else None
-            results[name].append((rps, cpu / n * 1e6, reused))
+            results[name].append((rps, cpu / n * 1e6, reused, served / n * 1e6))
             shown = f"  {reused * 100:5.1f} % resumed" if reused is not None else ""
-            print(f"  {case} round {r + 1} {name:<16} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request{shown}",
-                  flush=True)
+            print(f"  {case} round {r + 1} {name:<16} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request  "
+                  f"nginx {served / n * 1e6:7.2f} us/request{shown}", flush=True)
     return results
 
 
 def table(case, results):
     print(f"\n{case}:")
     wrk = statistics.median(x[0] for x in results["wrk"]) if results.get("wrk") else None
-    print("| tool | median requests/s | ratio to wrk | median CPU µs/request | handshakes resumed |")
-    print("|---|---|---|---|---|")
+    print("| tool | median requests/s | ratio to wrk | median CPU µs/request | nginx CPU µs/request | handshakes resumed |")
+    print("|---|---|---|---|---|---|")
     for name, runs in results.items():
         if not runs:
-            print(f"| {name} | failed | | | |")
+            print(f"| {name} | failed | | | | |")
             continue
         med = statistics.median(x[0] for x in runs)
         cpu = statistics.median(x[1] for x in runs)
         shares = [x[2] for x in runs if x[2] is not None]
         reused = f"{statistics.median(shares) * 100:.0f} %" if shares else "(one per connection)"
         ratio = f"{med / wrk:.2f}" if wrk else "n/a"
-        print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} | {reused} |")
+        served = statistics.median(x[3] for x in runs)
+        print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} | {served:.2f} | {reused} |")
     for name in (n for n in results if n.startswith("blocklab") and results[n]):
         if wrk:
             print(f"{case}: {name}/wrk = {statistics.median(x[0] for x in results[name]) / wrk:.3f}")
@@ -201,7 +209,7 @@ def main():
               f"{args.rounds} rounds x {args.seconds} s per tool and case; {now_and_load()}\n")
         for case, port in (("keep-alive", kept), ("a new connection per request", fresh)):
             peers = tools(case, port, args.connections, args.seconds, tmp, cert, runs)
-            table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log))
+            table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log, server))
             print()
         print(now_and_load())
     finally:
