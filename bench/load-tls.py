@@ -34,6 +34,7 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
     bench/load-tls.py --rounds 3 --seconds 3 -c 50
     bench/load-tls.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
     bench/load-tls.py --with-user-agent                # and blocklab's default User-Agent
+    bench/load-tls.py --rounds 0 --instructions        # only what a User-Agent costs nginx (callgrind)
 """
 
 import argparse
@@ -47,7 +48,8 @@ import sys
 import tempfile
 import time
 
-from _common import add_run_options, builds, built, cpu_seconds, free_port, now_and_load, nginx_binary, rusage_of, wait_for
+from _common import (SAME_HEAD_AS_WRK, add_run_options, builds, built, cpu_seconds, free_port,
+                     instructions_per_request, nginx_binary, nginx_config, now_and_load, rusage_of, wait_for)
 
 
 def certificate(tmp):
@@ -186,9 +188,37 @@ def table(case, results):
             print(f"{case}: {name}/wrk = {statistics.median(x[0] for x in results[name]) / wrk:.3f}")
 
 
+def instructions(binary, nginx, cpu, tmp, cert, key, requests):
+    """nginx's user-space instructions per keep-alive request over TLS under callgrind, for
+    blocklab's head with and without its User-Agent: what the field alone costs the server."""
+    plain, port = free_port(), free_port()
+    conf = nginx_config(tmp, plain, http_extra=f"""
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        location / {{ return 200 "works"; }}
+    }}""")
+    print(f"nginx's user-space instructions per keep-alive request over TLS (callgrind; {requests:,} requests "
+          "on 20 connections, 20 handshakes included):")
+    counts = {}
+    for label, extra in (("wrk's head (no User-Agent)", SAME_HEAD_AS_WRK), ("blocklab's default head", [])):
+        def load(n, extra=extra):
+            subprocess.run([binary, "load", "-k", "-q", "-n", str(n), "-c", "20", "--cacert", cert, *extra,
+                            f"https://127.0.0.1:{port}/"], capture_output=True, text=True, check=True)
+        counts[label] = instructions_per_request([nginx, "-c", conf, "-p", tmp], port, load, requests, tmp, cpu)
+        print(f"  {label:<28} {counts[label]:>9,.0f}")
+    base, full = counts.values()
+    print(f"  the User-Agent costs nginx {full - base:,.0f} instructions per request ({(full - base) / base:.1%})")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)
+    p.add_argument("--instructions", type=int, metavar="N", nargs="?", const=20000,
+                   help="also count nginx's instructions per request under callgrind (N requests, default "
+                        "%(const)s), with blocklab's head with and without its User-Agent")
     args = p.parse_args()
     runs = builds(args)
 
@@ -207,10 +237,13 @@ def main():
         print(f"nginx `return 200` over TLS (1 worker process) pinned to CPU {args.server_cpu}; load generators "
               f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections; "
               f"{args.rounds} rounds x {args.seconds} s per tool and case; {now_and_load()}\n")
-        for case, port in (("keep-alive", kept), ("a new connection per request", fresh)):
+        cases = (("keep-alive", kept), ("a new connection per request", fresh)) if args.rounds > 0 else ()
+        for case, port in cases:
             peers = tools(case, port, args.connections, args.seconds, tmp, cert, runs)
             table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log, server))
             print()
+        if args.instructions:
+            instructions(args.blocklab, nginx, args.server_cpu, tmp, cert, key, args.instructions)
         print(now_and_load())
     finally:
         server.terminate()
