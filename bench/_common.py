@@ -1,12 +1,15 @@
 """What the bench scripts share: where the checkout and its binary are, a free
-loopback port, waiting for a server to listen, a process's CPU time, the load
-average, and the one-core nginx they measure against.
+loopback port, waiting for a server to listen, a process's CPU time (of a running
+one from /proc, of a finished one from its rusage), the load average, and the
+one-core nginx they measure against.
 
 Imported as `from _common import ...` (a script's own folder is on Python's path).
 """
 
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import time
 
@@ -43,10 +46,101 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def rusage_of(cmd, cpu, tmp):
+    """Runs cmd pinned to `cpu`; returns (stdout, stderr, user+sys seconds, exit code): the
+    kernel's rusage of the process once it has exited, so all its threads are counted."""
+    out_path, err_path = os.path.join(tmp, "tool.out"), os.path.join(tmp, "tool.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(out_path) as f, open(err_path) as g:
+        return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+# wrk sends no User-Agent; blocklab sends `blocklab-load/VERSION` unless told not to. nginx
+# does measurable work for one (it parses the field and searches it for six browser names:
+# 1,340 more instructions per request under callgrind, 5 % of its user-space work for a
+# keep-alive `return 200` over TLS), so beside wrk blocklab is given `-H 'User-Agent:'` and
+# both send the same head; --with-user-agent runs its default head too.
+SAME_HEAD_AS_WRK = ["-H", "User-Agent:"]
+
+
+def add_run_options(parser):
+    """The options the side-by-side scripts share: rounds, their length, connections, the two
+    CPUs, and --blocklab, --before and --with-user-agent (which blocklab runs: see `builds`)."""
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("-c", "--connections", type=int, default=100)
+    parser.add_argument("--server-cpu", type=int, default=0)
+    parser.add_argument("--load-cpu", type=int, default=1)
+    parser.add_argument("--blocklab", default=BLOCKLAB, help="the blocklab binary measured (default: %(default)s)")
+    parser.add_argument("--before", metavar="BINARY",
+                        help="another blocklab build (before a change), run as 'blocklab-before' in the same rounds")
+    parser.add_argument("--with-user-agent", action="store_true",
+                        help="also run blocklab with its default User-Agent, as 'blocklab+UA', in the same rounds")
+
+
+def nginx_binary():
+    """nginx on the PATH or in /usr/sbin, or None."""
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+
+
+def built(args):
+    """Builds the checkout's release binary when it is the one measured and is missing."""
+    if args.blocklab == BLOCKLAB and not os.path.exists(BLOCKLAB):
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+
+
+def builds(args):
+    """(name, binary, extra flags) of each blocklab run the options ask for; the first is 'blocklab'."""
+    found = [("blocklab", args.blocklab, SAME_HEAD_AS_WRK)]
+    if args.before:
+        found.append(("blocklab-before", args.before, SAME_HEAD_AS_WRK))
+    if args.with_user_agent:
+        found.append(("blocklab+UA", args.blocklab, []))
+    return found
+
+
 def loadavg():
     """The 1, 5 and 15 minute load averages, as /proc/loadavg has them."""
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
+
+
+def now_and_load():
+    """'load average 1.2 0.9 0.7 at 20:46:03 UTC': the conditions a figure was measured in."""
+    return f"load average {loadavg()} at {time.strftime('%H:%M:%S', time.gmtime())} UTC"
+
+
+def instructions_per_request(cmd, port, load, requests, tmp, cpu):
+    """User-space instructions per request of the server `cmd` (listening on `port`), under
+    callgrind, a figure the machine's noise does not move: `load(n)` sends n requests; 2,000
+    to warm up, the counters zeroed, `requests` more, the total read from callgrind's dump."""
+    out = os.path.join(tmp, f"callgrind.{port}")
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p"]
+                            + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"})
+    try:
+        wait_for(port, proc, timeout=300)
+        load(2000)
+        subprocess.run(["callgrind_control", "--zero", str(proc.pid)], capture_output=True, check=True)
+        load(requests)
+        subprocess.run(["callgrind_control", "--dump", str(proc.pid)], capture_output=True, check=True)
+        dump = f"{out}.{proc.pid}.1"
+        for _ in range(100):
+            if os.path.exists(dump) and os.path.getsize(dump) > 0:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        with open(dump) as f:
+            total = next(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:")))
+        return total / requests
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def nginx_config(tmp, port, server_extra="", http_extra=""):

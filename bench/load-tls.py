@@ -12,9 +12,17 @@ Two cases:
   a new connection  blocklab load     beside  ab, and wrk -H 'Connection: close'
   per request                                               (one handshake per request)
 
+blocklab is given `-H 'User-Agent:'`, so it sends wrk's head (Host only): nginx
+does measurable work for a User-Agent (bench/_common.py says how much), and the
+tools, not their requests, are compared. --with-user-agent also runs blocklab with
+its default head, as 'blocklab+UA', in the same rounds.
+
 Printed per case and tool: the median requests/s, the ratio to wrk, the CPU
 time the tool spent per request (user + system from the kernel's rusage of
-its process) and, for the new-connection case, the share of handshakes that
+its process), nginx's CPU time per request (from /proc over the tool's turn;
+nginx runs without a master process, so its one process is the worker: the
+same requests should cost it the same, whichever tool sent them) and, for the
+new-connection case, the share of handshakes that
 resumed an earlier TLS session, as nginx saw it (`$ssl_session_reused` in an
 access log of that case's port): a resumed handshake costs both sides much
 less, so tools that resume and tools that do not are not doing the same work.
@@ -24,6 +32,9 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
 
     bench/load-tls.py                      # 5 rounds of 5 s per tool and case
     bench/load-tls.py --rounds 3 --seconds 3 -c 50
+    bench/load-tls.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
+    bench/load-tls.py --with-user-agent                # and blocklab's default User-Agent
+    bench/load-tls.py --rounds 0 --instructions        # only what a User-Agent costs nginx (callgrind)
 """
 
 import argparse
@@ -37,18 +48,8 @@ import sys
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, free_port, wait_for
-
-
-def rusage_of(cmd, cpu, tmp):
-    """Runs cmd pinned to `cpu`; returns (stdout, stderr, user+sys seconds, exit code)."""
-    out_path, err_path = os.path.join(tmp, "tool.out"), os.path.join(tmp, "tool.err")
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    with open(out_path) as f, open(err_path) as g:
-        return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
+from _common import (SAME_HEAD_AS_WRK, add_run_options, builds, built, cpu_seconds, free_port,
+                     instructions_per_request, nginx_binary, nginx_config, now_and_load, rusage_of, wait_for)
 
 
 def certificate(tmp):
@@ -70,6 +71,7 @@ def start_nginx(nginx, cpu, tmp, cert, key):
         f.write(f"""
 worker_processes 1;
 daemon off;
+master_process off;
 pid {tmp}/nginx.pid;
 error_log {tmp}/nginx-error.log;
 events {{ worker_connections 4096; }}
@@ -103,8 +105,9 @@ def number(pattern, text):
     return float(m.group(1)) if m else None
 
 
-def tools(case, port, conns, seconds, tmp, cert):
-    """(name, command, read) for `case`: read(stdout) gives (requests/s, requests)."""
+def tools(case, port, conns, seconds, tmp, cert, runs):
+    """(name, command, read) for `case`: read(stdout) gives (requests/s, requests).
+    `runs` are the blocklab runs, (name, binary, extra flags) each (_common.builds)."""
     url = f"https://127.0.0.1:{port}/"
     json_file = os.path.join(tmp, "blocklab.json")
 
@@ -120,8 +123,8 @@ def tools(case, port, conns, seconds, tmp, cert):
         return number(r"Requests per second:\s+([\d.]+)", out), number(r"Complete requests:\s+(\d+)", out)
 
     keep = ["-k"] if case == "keep-alive" else []
-    found = [("blocklab", [BLOCKLAB, "load", *keep, "-q", "-c", str(conns), "-z", f"{seconds}s", "--threads", "1",
-                           "--cacert", cert, "--json", json_file, url], blocklab_read)]
+    found = [(name, [path, "load", *keep, "-q", "-c", str(conns), "-z", f"{seconds}s", "--threads", "1",
+                     "--cacert", cert, "--json", json_file, *extra, url], blocklab_read) for name, path, extra in runs]
     if shutil.which("wrk"):
         close = [] if case == "keep-alive" else ["-H", "Connection: close"]
         found.append(("wrk", ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", *close, url], wrk_read))
@@ -139,13 +142,16 @@ def reuse_share(log, since):
     return (marks.count("r") / len(marks)) if marks else None
 
 
-def compare(case, peers, rounds, load_cpu, tmp, log):
-    """Every tool once per round; returns {name: [(rps, cpu us per request, resumed share or None)]}."""
+def compare(case, peers, rounds, load_cpu, tmp, log, server):
+    """Every tool once per round; returns {name: [(rps, cpu us per request, resumed share or None,
+    nginx cpu us per request)]}."""
     results = {name: [] for name, _, _ in peers}
     for r in range(rounds):
         for name, cmd, read in peers:
             since = os.path.getsize(log) if os.path.exists(log) else 0
+            served = cpu_seconds(server.pid)
             out, err, cpu, code = rusage_of(cmd, load_cpu, tmp)
+            served = cpu_seconds(server.pid) - served
             try:
                 rps, n = read(out)
                 if not rps or not n:
@@ -154,47 +160,73 @@ def compare(case, peers, rounds, load_cpu, tmp, log):
                 print(f"  {case} round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
                 continue
             reused = reuse_share(log, since) if case != "keep-alive" else None
-            results[name].append((rps, cpu / n * 1e6, reused))
+            results[name].append((rps, cpu / n * 1e6, reused, served / n * 1e6))
             shown = f"  {reused * 100:5.1f} % resumed" if reused is not None else ""
-            print(f"  {case} round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request{shown}",
-                  flush=True)
+            print(f"  {case} round {r + 1} {name:<16} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request  "
+                  f"nginx {served / n * 1e6:7.2f} us/request{shown}", flush=True)
     return results
 
 
 def table(case, results):
     print(f"\n{case}:")
     wrk = statistics.median(x[0] for x in results["wrk"]) if results.get("wrk") else None
-    print("| tool | median requests/s | ratio to wrk | median CPU µs/request | handshakes resumed |")
-    print("|---|---|---|---|---|")
+    print("| tool | median requests/s | ratio to wrk | median CPU µs/request | nginx CPU µs/request | handshakes resumed |")
+    print("|---|---|---|---|---|---|")
     for name, runs in results.items():
         if not runs:
-            print(f"| {name} | failed | | | |")
+            print(f"| {name} | failed | | | | |")
             continue
         med = statistics.median(x[0] for x in runs)
         cpu = statistics.median(x[1] for x in runs)
         shares = [x[2] for x in runs if x[2] is not None]
         reused = f"{statistics.median(shares) * 100:.0f} %" if shares else "(one per connection)"
         ratio = f"{med / wrk:.2f}" if wrk else "n/a"
-        print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} | {reused} |")
-    if wrk and results.get("blocklab"):
-        print(f"\n{case}: blocklab/wrk = {statistics.median(x[0] for x in results['blocklab']) / wrk:.3f}")
+        served = statistics.median(x[3] for x in runs)
+        print(f"| {name} | {med:,.0f} | {ratio} | {cpu:.2f} | {served:.2f} | {reused} |")
+    for name in (n for n in results if n.startswith("blocklab") and results[n]):
+        if wrk:
+            print(f"{case}: {name}/wrk = {statistics.median(x[0] for x in results[name]) / wrk:.3f}")
+
+
+def instructions(binary, nginx, cpu, tmp, cert, key, requests):
+    """nginx's user-space instructions per keep-alive request over TLS under callgrind, for
+    blocklab's head with and without its User-Agent: what the field alone costs the server."""
+    plain, port = free_port(), free_port()
+    conf = nginx_config(tmp, plain, http_extra=f"""
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        location / {{ return 200 "works"; }}
+    }}""")
+    print(f"nginx's user-space instructions per keep-alive request over TLS (callgrind; {requests:,} requests "
+          "on 20 connections, 20 handshakes included):")
+    counts = {}
+    for label, extra in (("wrk's head (no User-Agent)", SAME_HEAD_AS_WRK), ("blocklab's default head", [])):
+        def load(n, extra=extra):
+            subprocess.run([binary, "load", "-k", "-q", "-n", str(n), "-c", "20", "--cacert", cert, *extra,
+                            f"https://127.0.0.1:{port}/"], capture_output=True, text=True, check=True)
+        counts[label] = instructions_per_request([nginx, "-c", conf, "-p", tmp], port, load, requests, tmp, cpu)
+        print(f"  {label:<28} {counts[label]:>9,.0f}")
+    base, full = counts.values()
+    print(f"  the User-Agent costs nginx {full - base:,.0f} instructions per request ({(full - base) / base:.1%})")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--seconds", type=int, default=5)
-    p.add_argument("-c", "--connections", type=int, default=100)
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--load-cpu", type=int, default=1)
+    add_run_options(p)
+    p.add_argument("--instructions", type=int, metavar="N", nargs="?", const=20000,
+                   help="also count nginx's instructions per request under callgrind (N requests, default "
+                        "%(const)s), with blocklab's head with and without its User-Agent")
     args = p.parse_args()
+    runs = builds(args)
 
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    nginx = nginx_binary()
     missing = [name for name, there in (("nginx", nginx), ("openssl", shutil.which("openssl"))) if not there]
     if missing:
         sys.exit(f"bench/load-tls.py needs {' and '.join(missing)} (Debian: nginx-light, openssl)")
-    if not os.path.exists(BLOCKLAB):
-        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    built(args)
     left_out = [t for t in ("wrk", "ab") if not shutil.which(t)]
     if left_out:
         print(f"not installed, left out: {', '.join(left_out)} (Debian: wrk, apache2-utils)")
@@ -204,11 +236,15 @@ def main():
     try:
         print(f"nginx `return 200` over TLS (1 worker process) pinned to CPU {args.server_cpu}; load generators "
               f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections; "
-              f"{args.rounds} rounds x {args.seconds} s per tool and case\n")
-        for case, port in (("keep-alive", kept), ("a new connection per request", fresh)):
-            peers = tools(case, port, args.connections, args.seconds, tmp, cert)
-            table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log))
+              f"{args.rounds} rounds x {args.seconds} s per tool and case; {now_and_load()}\n")
+        cases = (("keep-alive", kept), ("a new connection per request", fresh)) if args.rounds > 0 else ()
+        for case, port in cases:
+            peers = tools(case, port, args.connections, args.seconds, tmp, cert, runs)
+            table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log, server))
             print()
+        if args.instructions:
+            instructions(args.blocklab, nginx, args.server_cpu, tmp, cert, key, args.instructions)
+        print(now_and_load())
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -48,9 +48,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from _common import BLOCKLAB, ROOT, cpu_seconds, free_port, nginx_config, wait_for
+from _common import BLOCKLAB, ROOT, cpu_seconds, free_port, instructions_per_request, nginx_config, wait_for
 
 
 def start_nginx(nginx, cpu, tmp):
@@ -76,39 +75,6 @@ def start_blocklab(cpu, model, nodes, binary=BLOCKLAB):
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"})
     wait_for(port, proc)
     return proc, port
-
-
-def instructions_per_request(cmd, port, path, requests, tmp, cpu):
-    """User-space instructions per request of the server `cmd` (listening on
-    `port`), under callgrind: warm up, zero the counters, run `requests`
-    requests, dump, read the total."""
-    out = os.path.join(tmp, f"callgrind.{port}")
-    proc = subprocess.Popen(["taskset", "-c", str(cpu), "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p"]
-                            + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"})
-    try:
-        wait_for(port, proc, timeout=300)
-        url = f"http://127.0.0.1:{port}{path}"
-        load = lambda n: subprocess.run([BLOCKLAB, "load", "-k", "-q", "-n", str(n), "-c", "20", url],
-                                        capture_output=True, text=True, check=True)
-        load(2000)
-        subprocess.run(["callgrind_control", "--zero", str(proc.pid)], capture_output=True, check=True)
-        load(requests)
-        subprocess.run(["callgrind_control", "--dump", str(proc.pid)], capture_output=True, check=True)
-        dump = f"{out}.{proc.pid}.1"
-        for _ in range(100):
-            if os.path.exists(dump) and os.path.getsize(dump) > 0:
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
-        with open(dump) as f:
-            total = next(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:")))
-        return total / requests
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def run_wrk(url, cpu, conns, seconds):
@@ -262,7 +228,10 @@ def main():
                              port, path))
             counts = {}
             for name, cmd, port, path in runs:
-                counts[name] = instructions_per_request(cmd, port, path, args.requests, tmp, args.server_cpu)
+                url = f"http://127.0.0.1:{port}{path}"
+                load = lambda n, url=url: subprocess.run([BLOCKLAB, "load", "-k", "-q", "-n", str(n), "-c", "20", url],
+                                                         capture_output=True, text=True, check=True)
+                counts[name] = instructions_per_request(cmd, port, load, args.requests, tmp, args.server_cpu)
                 print(f"  {name:<22} {counts[name]:>9,.0f}   ÷ nginx {counts[name] / counts['nginx']:.2f}")
             print(f"  /getDataAsync ÷ /test  {counts['/getDataAsync'] / counts['/test']:.2f}")
             print(f"  lean /getDataAsync ÷ /test  {counts['lean /getDataAsync'] / counts['lean /test']:.2f}")

@@ -37,6 +37,7 @@ Examples:
   blocklab load compare base.json new.json --max-regression p99=10%,rps=5%
   blocklab load -k -c 50 -z 30s https://api.example.com/health          (the platform's roots)
   blocklab load -c 20 -n 2000 --cacert ca.pem https://127.0.0.1:8443/   (a handshake per request)
+  blocklab load --no-keepalive -c 20 -z 10s https://127.0.0.1:8443/     (the same, said out loud)
   blocklab load -k -c 50 -z 30s --insecure https://127.0.0.1:8443/      (any certificate)
   blocklab load -k -c 50 -z 30s --urls targets.txt               (several URLs, in turn)
 
@@ -109,6 +110,12 @@ pub struct LoadArgs {
     /// Keep connections alive (as ab -k); without it every request opens a new connection.
     #[arg(short = 'k', long = "keep-alive")]
     pub keep_alive: bool,
+
+    /// A new connection per request (over https://, a handshake per request), to show what
+    /// connecting costs. The default without -k; a flag for those who look for one
+    /// (oha and hey: --disable-keepalive; wrk: -H 'Connection: close').
+    #[arg(long = "no-keepalive", visible_alias = "disable-keepalive", conflicts_with = "keep_alive")]
+    pub no_keepalive: bool,
 
     /// Open loop: total requests per second, on a fixed schedule. In stages, as k6's
     /// ramping arrival rate: --rate 100:10s,2000:30s,2000:60s,0:10s ramps linearly from 0
@@ -467,6 +474,19 @@ mod tests {
         assert_eq!((plan.connections, plan.stop, plan.keep_alive), (200, Stop::Requests(100_000), true));
         assert_eq!(plan.target.path, "/test");
         assert_eq!(plan.mode(), "closed");
+    }
+
+    #[test]
+    fn no_keepalive_is_the_default_said_out_loud_and_conflicts_with_k() {
+        let url = "https://127.0.0.1:1/";
+        assert!(!load(&["--no-keepalive", url]).unwrap().keep_alive);
+        assert!(!load(&["--disable-keepalive", url]).unwrap().keep_alive);
+        assert!(!load(&[url]).unwrap().keep_alive);
+        assert!(load(&["-k", url]).unwrap().keep_alive);
+        for both in [&["-k", "--no-keepalive", url][..], &["--no-keepalive", "--keep-alive", url]] {
+            let refused = load(both).unwrap_err();
+            assert!(refused.contains("cannot be used with"), "{both:?}: {refused}");
+        }
     }
 
     #[test]
