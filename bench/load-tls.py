@@ -29,7 +29,6 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -37,28 +36,7 @@ import sys
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, free_port, wait_for
-
-
-def rusage_of(cmd, cpu, tmp):
-    """Runs cmd pinned to `cpu`; returns (stdout, stderr, user+sys seconds, exit code)."""
-    out_path, err_path = os.path.join(tmp, "tool.out"), os.path.join(tmp, "tool.err")
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        proc = subprocess.Popen(["taskset", "-c", str(cpu)] + cmd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    with open(out_path) as f, open(err_path) as g:
-        return f.read(), g.read(), usage.ru_utime + usage.ru_stime, proc.returncode
-
-
-def certificate(tmp):
-    """A self-signed server certificate for 127.0.0.1 (not a CA: rustls refuses a CA as a server's)."""
-    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"],
-                   check=True, capture_output=True)
-    return cert, key
+from _common import BLOCKLAB, ROOT, certificate, free_port, number, rusage_of, wait_for
 
 
 def start_nginx(nginx, cpu, tmp, cert, key):
@@ -96,11 +74,6 @@ http {{
     wait_for(kept)
     wait_for(fresh)
     return proc, kept, fresh, log
-
-
-def number(pattern, text):
-    m = re.search(pattern, text)
-    return float(m.group(1)) if m else None
 
 
 def tools(case, port, conns, seconds, tmp, cert):
