@@ -18,7 +18,7 @@ use common::{load_errors as errors, load_plan as plan, load_run as run};
 
 #[test]
 fn h2c_and_h2_over_tls_against_nginx() {
-    let Some(h2c) = Nginx::start_with("h2c", None, true) else { return };
+    let Some(h2c) = Nginx::start_with("h2c", None, true, 100_000) else { return };
     let url = h2c.plain_url();
     let result = run(&["--h2", "-c", "2", "--streams", "8", "-n", "400", &url]);
     let s = &result.stats;
@@ -46,7 +46,9 @@ fn h2c_and_h2_over_tls_against_nginx() {
     let ca = Ca::new();
     let dir = TempDir::new("h2-roots");
     let roots = dir.write("ca.pem", &ca.pem());
-    let Some(tls) = Nginx::start_with("h2-tls", Some(ca.server(&["127.0.0.1"], VALID)), true) else { return };
+    let Some(tls) = Nginx::start_with("h2-tls", Some(ca.server(&["127.0.0.1"], VALID)), true, 100_000) else {
+        return;
+    };
     let url = tls.url("127.0.0.1");
     let cacert = roots.to_str().unwrap();
     let args = ["--h2", "-c", "2", "--streams", "4", "-n", "200", "--cacert", cacert, &url];
@@ -60,11 +62,22 @@ fn h2c_and_h2_over_tls_against_nginx() {
 }
 
 #[test]
+fn a_goaway_moves_the_requests_the_server_did_not_take_to_a_new_connection() {
+    // nginx ends each connection after 50 requests with a GOAWAY; the streams above its
+    // last stream id, and the requests after it, go out again on a new connection.
+    let Some(nginx) = Nginx::start_with("h2c-goaway", None, true, 50) else { return };
+    let result = run(&["--h2", "-c", "2", "--streams", "8", "-n", "400", &nginx.plain_url()]);
+    let s = &result.stats;
+    assert_eq!((s.ok, s.error_total()), (400, 0), "{:?}", s.errors);
+    assert!(s.connections_opened >= 8, "{} connections for 400 requests, 50 each", s.connections_opened);
+}
+
+#[test]
 fn a_server_without_http2_is_counted_as_refused_not_waited_for() {
     let ca = Ca::new();
     let cases = [
-        ("h1-plain", Nginx::start_with("h1-plain", None, false)),
-        ("h1-tls", Nginx::start_with("h1-tls", Some(ca.server(&["127.0.0.1"], VALID)), false)),
+        ("h1-plain", Nginx::start_with("h1-plain", None, false, 100_000)),
+        ("h1-tls", Nginx::start_with("h1-tls", Some(ca.server(&["127.0.0.1"], VALID)), false, 100_000)),
     ];
     for (name, nginx) in cases {
         let Some(nginx) = nginx else { return };

@@ -254,7 +254,10 @@ async fn connection_loop(
 /// waiting for the others: the streams' exchanges are futures polled
 /// together by this task (a `FuturesUnordered`, no task per request). In
 /// open loop a request due while every stream is busy goes out on the next
-/// free one, late, and its corrected latency counts the wait.
+/// free one, late, and its corrected latency counts the wait. A request the
+/// server did not take (a GOAWAY came first, its stream was refused) goes
+/// out once more on a new connection, as HTTP/1.1 replaces a keep-alive
+/// connection the server closed; a second time it is counted as failed.
 async fn h2_connection_loop(
     c: usize,
     plan: &LoadPlan,
@@ -270,49 +273,68 @@ async fn h2_connection_loop(
     let mut next_url = c % urls;
     let mut session: Option<http2::Session> = None;
     let mut in_flight = futures_util::stream::FuturesUnordered::new();
-    // The request taken from `next` that waits for its due time or a free stream.
-    let mut waiting: Option<Option<Instant>> = None;
+    // Requests the server did not take, to send once more.
+    let mut unprocessed = std::collections::VecDeque::new();
+    // The request that waits for its due time or a free stream.
+    let mut waiting: Option<Pending> = None;
     let mut done = false;
+    let settle = |ended: Ended, unprocessed: &mut std::collections::VecDeque<Pending>| match ended.outcome {
+        Err(http2::Failure::Unprocessed(_)) if !ended.request.again => {
+            stats.borrow_mut().sent -= 1;
+            unprocessed.push_back(Pending { again: true, ..ended.request });
+        }
+        outcome => {
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(http2::Failure::Unprocessed(kind) | http2::Failure::Failed(kind)) => {
+                    Outcome::Failed(kind)
+                }
+            };
+            record_outcome(stats, shared, urls, ended.request.url, ended.sent, ended.request.due, outcome);
+        }
+    };
     loop {
         let free = in_flight.len() < plan.streams;
-        if waiting.is_none() && !done && free {
-            match next.take(1, Instant::now()) {
-                Some((_, due)) => waiting = Some(due),
-                None => done = true,
+        if waiting.is_none() && free {
+            waiting = unprocessed.pop_front();
+            if waiting.is_none() && !done {
+                match next.take(1, Instant::now()) {
+                    Some((_, due)) => {
+                        waiting = Some(Pending { url: next_url, due, again: false });
+                        next_url = if next_url + 1 == urls { 0 } else { next_url + 1 };
+                    }
+                    None => done = true,
+                }
             }
         }
-        let Some(due) = waiting.filter(|_| free) else {
+        let Some(request) = waiting.filter(|_| free) else {
             // Every stream busy, or nothing more to send: wait for one to end.
             match in_flight.next().await {
-                Some((url, sent, due, outcome)) => {
-                    record_outcome(stats, shared, urls, url, sent, due, outcome);
-                }
-                None if done => break,
+                Some(ended) => settle(ended, &mut unprocessed),
+                None if done && unprocessed.is_empty() => break,
                 None => {}
             }
             continue;
         };
-        if let Some(at) = due {
+        if let Some(at) = request.due {
             let now = Instant::now();
             if at > now {
-                // Streams that end meanwhile are recorded as they end.
+                // Streams that end meanwhile are settled as they end.
                 tokio::select! {
                     biased;
-                    Some((url, sent, due, outcome)) = in_flight.next() => {
-                        record_outcome(stats, shared, urls, url, sent, due, outcome);
+                    Some(ended) = in_flight.next() => {
+                        settle(ended, &mut unprocessed);
                         continue;
                     }
                     () = tokio::time::sleep_until(at) => {}
                 }
-            } else {
+            } else if !request.again {
                 note_late(stats, now - at);
             }
         }
         waiting = None;
         stats.borrow_mut().sent += 1;
         let sent = Instant::now();
-        let url = next_url;
-        next_url = if url + 1 == urls { 0 } else { url + 1 };
         let limit = sent + plan.timeout;
         let cut = deadline.map_or(limit, |d| d.min(limit));
         if session.as_ref().is_some_and(http2::Session::is_closed) {
@@ -320,50 +342,61 @@ async fn h2_connection_loop(
             stats.borrow_mut().disconnected();
         }
         if session.is_none() {
-            // Opening blocks this connection's next sends; its streams in flight all
-            // belonged to the connection that just ended, and fail with it.
+            // Opening blocks this connection's next sends; streams still in flight on a
+            // connection that ended fail with it, or finish on one that is going away.
             let phase = std::cell::Cell::new(Phase::Connecting);
             let opened = tokio::time::timeout_at(cut, async {
                 let stream = open_stream(plan, stats, &phase).await?;
                 http2::Session::open(stream).await.inspect_err(|_| stats.borrow_mut().disconnected())
             })
             .await;
-            match opened {
-                Ok(Ok(open)) => session = Some(open),
-                Ok(Err(kind)) => {
-                    record_outcome(stats, shared, urls, url, sent, due, Outcome::Failed(kind));
-                    continue;
+            let failed = match opened {
+                Ok(Ok(open)) => {
+                    session = Some(open);
+                    None
                 }
-                Err(_) => {
-                    record_outcome(
-                        stats,
-                        shared,
-                        urls,
-                        url,
-                        sent,
-                        due,
-                        cut_outcome(deadline, limit, phase.get()),
-                    );
-                    continue;
-                }
+                Ok(Err(kind)) => Some(Outcome::Failed(kind)),
+                Err(_) => Some(cut_outcome(deadline, limit, phase.get())),
+            };
+            if let Some(outcome) = failed {
+                record_outcome(stats, shared, urls, request.url, sent, request.due, outcome);
+                continue;
             }
         }
         let streams = session.as_ref().expect("opened above").streams();
         let want_server = stats.borrow().server.is_none();
-        let request = &requests[url];
+        let head = &requests[request.url];
         in_flight.push(async move {
-            let outcome = match tokio::time::timeout_at(cut, streams.exchange(request, want_server)).await {
-                Ok(Ok(reply)) => Outcome::Reply(reply),
-                Ok(Err(kind)) => Outcome::Failed(kind),
-                Err(_) => cut_outcome(deadline, limit, Phase::Exchanging),
+            let outcome = match tokio::time::timeout_at(cut, streams.exchange(head, want_server)).await {
+                Ok(Ok(reply)) => Ok(Outcome::Reply(reply)),
+                Ok(Err(failure)) => Err(failure),
+                Err(_) => Ok(cut_outcome(deadline, limit, Phase::Exchanging)),
             };
-            (url, sent, due, outcome)
+            Ended { request, sent, outcome }
         });
     }
     if session.take().is_some() {
         stats.borrow_mut().disconnected();
     }
     stats.borrow_mut().backlog += next.backlog();
+}
+
+/// `--h2`: a request taken from the schedule and not sent yet.
+#[derive(Clone, Copy)]
+struct Pending {
+    /// Which of the run's requests.
+    url: usize,
+    /// Open loop: when it is due.
+    due: Option<Instant>,
+    /// It goes out a second time: the server did not take it the first.
+    again: bool,
+}
+
+/// `--h2`: what became of a request sent on a stream.
+struct Ended {
+    request: Pending,
+    sent: Instant,
+    outcome: Result<Outcome, http2::Failure>,
 }
 
 /// What decides a connection's next requests: the run's one `-n` counter in

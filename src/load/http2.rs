@@ -30,6 +30,18 @@ pub struct Session {
     driver: JoinHandle<()>,
 }
 
+/// How an exchange failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server did not take the request: no stream could be opened (a
+    /// GOAWAY came first, the connection is over), or the server refused the
+    /// stream (GOAWAY with a lower last stream id, REFUSED_STREAM). Safe to
+    /// send again on a new connection (RFC 9113 8.7); the session takes no more.
+    Unprocessed(ErrorKind),
+    /// The request failed after the server may have taken it.
+    Failed(ErrorKind),
+}
+
 /// What opens streams on a [`Session`]: a handle, cloned for each request
 /// so that its exchange borrows nothing from the connection loop.
 #[derive(Clone)]
@@ -37,6 +49,8 @@ pub struct Streams {
     send: SendRequest<Bytes>,
     /// The server answered the preface in HTTP/1: it does not speak h2c.
     answered_http1: Rc<Cell<bool>>,
+    /// A stream could not be opened or was refused: the server is going away.
+    going_away: Rc<Cell<bool>>,
 }
 
 impl Session {
@@ -56,17 +70,21 @@ impl Session {
             .handshake::<_, Bytes>(io)
             .await
             .map_err(|e| kind(&e, answered_http1.get()))?;
-        // The connection's result reaches the streams as theirs; nothing to keep here.
+        // The connection's result reaches the streams as theirs; nothing to keep here. It ends
+        // by itself once its streams and handles are gone (a session replaced after a
+        // GOAWAY lets its last streams finish), or with the engine thread's LocalSet.
         let driver = tokio::task::spawn_local(async move {
             let _ = connection.await;
         });
-        Ok(Session { streams: Streams { send, answered_http1 }, driver })
+        let going_away = Rc::new(Cell::new(false));
+        Ok(Session { streams: Streams { send, answered_http1, going_away }, driver })
     }
 
-    /// Whether the connection is over (an error, a GOAWAY, the server's close):
-    /// the next request needs a new one.
+    /// Whether the connection takes no more requests (an error, a GOAWAY,
+    /// the server's close): the next request needs a new one. Streams still
+    /// open on it go on to their end; the connection closes after them.
     pub fn is_closed(&self) -> bool {
-        self.driver.is_finished()
+        self.driver.is_finished() || self.streams.going_away.get()
     }
 
     /// A handle to open streams with.
@@ -80,16 +98,25 @@ impl Streams {
     /// SETTINGS_MAX_CONCURRENT_STREAMS are all open) and reads the whole
     /// response, giving the body's flow-control window back as it arrives.
     /// Several exchanges of one session run at once.
-    pub async fn exchange(self, request: &H2Request, want_server: bool) -> Result<Reply, ErrorKind> {
+    pub async fn exchange(self, request: &H2Request, want_server: bool) -> Result<Reply, Failure> {
+        let unopened = |e: h2::Error| {
+            self.going_away.set(true);
+            Failure::Unprocessed(kind(&e, self.answered_http1.get()))
+        };
         let refused = |e: h2::Error| kind(&e, self.answered_http1.get());
-        let mut send = self.send.ready().await.map_err(refused)?;
+        let mut send = self.send.ready().await.map_err(unopened)?;
         let end_of_stream = request.body.is_none();
-        let (response, mut body_out) = send.send_request(request.head(), end_of_stream).map_err(refused)?;
+        let (response, mut body_out) = send.send_request(request.head(), end_of_stream).map_err(unopened)?;
         if let Some(body) = &request.body {
             // h2 holds what the stream's window does not take yet and sends it as WINDOW_UPDATEs come.
-            body_out.send_data(body.clone(), true).map_err(refused)?;
+            body_out.send_data(body.clone(), true).map_err(|e| Failure::Failed(refused(e)))?;
         }
-        let response = response.await.map_err(refused)?;
+        let response = match response.await {
+            Ok(response) => response,
+            Err(e) if is_unprocessed(&e) && !self.answered_http1.get() => return Err(unopened(e)),
+            Err(e) => return Err(Failure::Failed(refused(e))),
+        };
+        let refused = |e: h2::Error| Failure::Failed(refused(e));
         let status = response.status().as_u16();
         let server = if want_server {
             response.headers().get(http::header::SERVER).and_then(|v| v.to_str().ok()).map(str::to_string)
@@ -109,11 +136,10 @@ impl Streams {
     }
 }
 
-impl Drop for Session {
-    fn drop(&mut self) {
-        // Streams still open (at the deadline, after a timeout) end with the connection.
-        self.driver.abort();
-    }
+/// Whether the server said it did not process the stream: above the last
+/// stream id of its GOAWAY, or reset with REFUSED_STREAM.
+fn is_unprocessed(e: &h2::Error) -> bool {
+    e.is_remote() && (e.is_go_away() || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)))
 }
 
 /// The kind of an h2 failure; `answered_http1`: the server's first bytes

@@ -82,13 +82,19 @@ pub struct Nginx {
 impl Nginx {
     /// nginx over TLS with `cert` (certificate and key, PEM), HTTP/1.1.
     pub fn start(name: &str, cert: (String, String)) -> Option<Nginx> {
-        Nginx::start_with(name, Some(cert), false)
+        Nginx::start_with(name, Some(cert), false, 100_000)
     }
 
     /// nginx over TLS with `cert`, or plaintext without; `http2` turns HTTP/2
     /// on (over TLS with ALPN h2; over plaintext, h2c with prior knowledge
-    /// only, as nginx does: an HTTP/1.1 request is refused).
-    pub fn start_with(name: &str, cert: Option<(String, String)>, http2: bool) -> Option<Nginx> {
+    /// only, as nginx does: an HTTP/1.1 request is refused); after
+    /// `keepalive_requests` requests nginx ends a connection (HTTP/2: a GOAWAY).
+    pub fn start_with(
+        name: &str,
+        cert: Option<(String, String)>,
+        http2: bool,
+        keepalive_requests: u32,
+    ) -> Option<Nginx> {
         let nginx = Path::new("/usr/sbin/nginx");
         if !nginx.exists() {
             assert!(
@@ -121,7 +127,7 @@ impl Nginx {
                      error_log {root}/error.log;\nevents {{ worker_connections 256; }}\n\
                      http {{\n  access_log off;\n  client_body_temp_path {root};\n  proxy_temp_path {root};\n\
                      fastcgi_temp_path {root};\n  uwsgi_temp_path {root};\n  scgi_temp_path {root};\n\
-                     keepalive_requests 100000;\n\
+                     keepalive_requests {keepalive_requests};\n\
                      server {{\n    listen 127.0.0.1:{port}{http2}{tls};\n\
                      location / {{ return 200 \"works\"; }}\n  }}\n}}\n"
                 ),
