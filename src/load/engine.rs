@@ -300,7 +300,7 @@ async fn h2_connection_loop(
             if waiting.is_none() && !done {
                 match next.take(1, Instant::now()) {
                     Some((_, due)) => {
-                        waiting = Some(Pending { url: next_url, due, again: false });
+                        waiting = Some(Pending { url: next_url, due, again: false, awaited: false });
                         next_url = if next_url + 1 == urls { 0 } else { next_url + 1 };
                     }
                     None => done = true,
@@ -319,6 +319,8 @@ async fn h2_connection_loop(
         if let Some(at) = request.due {
             let now = Instant::now();
             if at > now {
+                // A stream is free and stays free while this waits: lag past `at` is the timer's.
+                waiting = Some(Pending { awaited: true, ..request });
                 // Streams that end meanwhile are settled as they end.
                 tokio::select! {
                     biased;
@@ -328,7 +330,8 @@ async fn h2_connection_loop(
                     }
                     () = tokio::time::sleep_until(at) => {}
                 }
-            } else if !request.again {
+            } else if !request.again && !request.awaited {
+                // Every stream was busy when it was due.
                 note_late(stats, now - at);
             }
         }
@@ -390,6 +393,8 @@ struct Pending {
     due: Option<Instant>,
     /// It goes out a second time: the server did not take it the first.
     again: bool,
+    /// Its due time was waited for with a stream free.
+    awaited: bool,
 }
 
 /// `--h2`: what became of a request sent on a stream.
