@@ -308,11 +308,19 @@ async fn h2_connection_loop(
             }
         }
         let Some(request) = waiting.filter(|_| free) else {
-            // Every stream busy, or nothing more to send: wait for one to end.
-            match in_flight.next().await {
-                Some(ended) => settle(ended, &mut unprocessed),
-                None if done && unprocessed.is_empty() => break,
-                None => {}
+            // Every stream busy, or nothing more to send: wait for one to end. The
+            // connection's frames are read and written here too (biased: first, so that
+            // the requests just started go out before waiting).
+            if in_flight.is_empty() {
+                if done && unprocessed.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            tokio::select! {
+                biased;
+                () = drive(&mut session) => {}
+                Some(ended) = in_flight.next() => settle(ended, &mut unprocessed),
             }
             continue;
         };
@@ -324,6 +332,7 @@ async fn h2_connection_loop(
                 // Streams that end meanwhile are settled as they end.
                 tokio::select! {
                     biased;
+                    () = drive(&mut session) => continue,
                     Some(ended) = in_flight.next() => {
                         settle(ended, &mut unprocessed);
                         continue;
@@ -340,8 +349,9 @@ async fn h2_connection_loop(
         let sent = Instant::now();
         let limit = sent + plan.timeout;
         let cut = deadline.map_or(limit, |d| d.min(limit));
-        if session.as_ref().is_some_and(http2::Session::is_closed) {
-            session = None;
+        if let Some(ended) = session.take_if(|open| open.is_closed()) {
+            // Its streams still in flight finish on it, driven by a task of their own.
+            ended.retire();
             stats.borrow_mut().disconnected();
         }
         if session.is_none() {
@@ -382,6 +392,16 @@ async fn h2_connection_loop(
         stats.borrow_mut().disconnected();
     }
     stats.borrow_mut().backlog += next.backlog();
+}
+
+/// `--h2`: drives `session`'s connection (see [`http2::Session::drive`]),
+/// going away or not: its last streams need it; pending for good when there
+/// is none, and once it has ended.
+async fn drive(session: &mut Option<http2::Session>) {
+    if let Some(open) = session {
+        open.drive().await;
+    }
+    std::future::pending::<()>().await
 }
 
 /// `--h2`: a request taken from the schedule and not sent yet.

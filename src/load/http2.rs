@@ -5,9 +5,13 @@
 //!
 //! h2 does the framing, HPACK and flow control; the engine decides how many
 //! streams are open at once (`--streams`) and when each request goes out.
-//! The connection's frames are read and written by a task of its own on the
-//! engine thread's runtime (`spawn_local`: h2's connection future must be
-//! polled for any stream to progress, and nothing here crosses threads).
+//! h2's connection future, which reads and writes the frames, must be polled
+//! for any stream to progress: the engine's connection task polls it itself
+//! ([`Session::drive`]) beside its streams, so that responses read and the
+//! requests they make room for are written in one wake-up of one task, as
+//! h2load does, not handed between two tasks. A session replaced while
+//! streams are still open on it (after a GOAWAY) is handed to a task of its
+//! own to finish them ([`Session::retire`]).
 
 use std::cell::Cell;
 use std::io;
@@ -18,7 +22,6 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::task::JoinHandle;
 
 use super::client::{self, ErrorKind, Reply};
 use super::request::H2Request;
@@ -27,7 +30,8 @@ use super::request::H2Request;
 /// that drives the connection.
 pub struct Session {
     streams: Streams,
-    driver: JoinHandle<()>,
+    /// h2's connection future; `None` once it has ended.
+    connection: Option<Pin<Box<h2::client::Connection<Sniffed, Bytes>>>>,
 }
 
 /// How an exchange failed.
@@ -55,8 +59,7 @@ pub struct Streams {
 
 impl Session {
     /// The HTTP/2 handshake over `stream` (the client preface and SETTINGS;
-    /// h2 does not wait for the server's), then the driver task. Call within
-    /// a [`tokio::task::LocalSet`].
+    /// h2 does not wait for the server's).
     pub async fn open(stream: client::Stream) -> Result<Session, ErrorKind> {
         let answered_http1 = Rc::new(Cell::new(false));
         let io = Sniffed { stream, first: true, answered_http1: answered_http1.clone() };
@@ -70,21 +73,40 @@ impl Session {
             .handshake::<_, Bytes>(io)
             .await
             .map_err(|e| kind(&e, answered_http1.get()))?;
-        // The connection's result reaches the streams as theirs; nothing to keep here. It ends
-        // by itself once its streams and handles are gone (a session replaced after a
-        // GOAWAY lets its last streams finish), or with the engine thread's LocalSet.
-        let driver = tokio::task::spawn_local(async move {
-            let _ = connection.await;
-        });
         let going_away = Rc::new(Cell::new(false));
-        Ok(Session { streams: Streams { send, answered_http1, going_away }, driver })
+        Ok(Session {
+            streams: Streams { send, answered_http1, going_away },
+            connection: Some(Box::pin(connection)),
+        })
     }
 
     /// Whether the connection takes no more requests (an error, a GOAWAY,
     /// the server's close): the next request needs a new one. Streams still
     /// open on it go on to their end; the connection closes after them.
     pub fn is_closed(&self) -> bool {
-        self.driver.is_finished() || self.streams.going_away.get()
+        self.connection.is_none() || self.streams.going_away.get()
+    }
+
+    /// Reads and writes the connection's frames until it ends (at once when
+    /// it has; for a connection in use, only when the server ends it: poll
+    /// it beside the streams, with `select!`). Its result reaches the
+    /// streams as theirs; nothing to keep here.
+    pub async fn drive(&mut self) {
+        if let Some(connection) = self.connection.as_mut() {
+            let _ = connection.await;
+            self.connection = None;
+        }
+    }
+
+    /// Hands the connection to a task of its own on this thread's
+    /// [`tokio::task::LocalSet`], to finish the streams still open on it; it
+    /// ends once they and every handle to it are gone.
+    pub fn retire(self) {
+        if let Some(connection) = self.connection {
+            tokio::task::spawn_local(async move {
+                let _ = connection.await;
+            });
+        }
     }
 
     /// A handle to open streams with.
