@@ -1,12 +1,13 @@
 """What the bench scripts share: where the checkout and its binary are, a free
 loopback port, waiting for a server to listen, a process's CPU time (of a running
-one from /proc, of a finished one from its rusage), the load average, and the
-one-core nginx they measure against.
+one from /proc, of a finished one from its rusage), the load average, a self-signed
+certificate, and the one-core nginx they measure against.
 
 Imported as `from _common import ...` (a script's own folder is on Python's path).
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -102,6 +103,25 @@ def builds(args):
     return found
 
 
+def number(pattern, text):
+    """The number the first group of `pattern` matches in a tool's output, or None."""
+    m = re.search(pattern, text)
+    return float(m.group(1)) if m else None
+
+
+
+def certificate(tmp):
+    """A self-signed server certificate for 127.0.0.1 (not a CA: rustls refuses a CA as a server's),
+    made with the openssl CLI; returns the paths of the certificate and its key, PEM."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+
 def loadavg():
     """The 1, 5 and 15 minute load averages, as /proc/loadavg has them."""
     with open("/proc/loadavg") as f:
@@ -143,10 +163,11 @@ def instructions_per_request(cmd, port, load, requests, tmp, cpu):
             proc.kill()
 
 
-def nginx_config(tmp, port, server_extra="", http_extra=""):
+def nginx_config(tmp, port, server_extra="", http_extra="", listen_extra=""):
     """Writes the config of a one-worker nginx answering "works" on every path
     of 127.0.0.1:PORT (keep-alive unbounded, no access log); returns its path.
-    `server_extra` and `http_extra` add lines (TLS, HTTP/2) to those blocks."""
+    `server_extra` and `http_extra` add lines (TLS, HTTP/2) to those blocks,
+    `listen_extra` words to the listen line (nginx 1.22: `ssl`, `http2`)."""
     conf = os.path.join(tmp, f"nginx-{port}.conf")
     with open(conf, "w") as f:
         f.write(f"""
@@ -161,7 +182,7 @@ http {{
     keepalive_requests 100000000;
     {http_extra}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{" " + listen_extra if listen_extra else ""};
         {server_extra}
         location / {{ return 200 "works"; }}
     }}

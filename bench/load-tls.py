@@ -40,7 +40,6 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -49,17 +48,9 @@ import tempfile
 import time
 
 from _common import (SAME_HEAD_AS_WRK, add_run_options, builds, built, cpu_seconds, free_port,
-                     instructions_per_request, nginx_binary, nginx_config, now_and_load, rusage_of, wait_for)
+                     instructions_per_request, nginx_binary, nginx_config, now_and_load, number, rusage_of,
+                     wait_for, certificate)
 
-
-def certificate(tmp):
-    """A self-signed server certificate for 127.0.0.1 (not a CA: rustls refuses a CA as a server's)."""
-    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"],
-                   check=True, capture_output=True)
-    return cert, key
 
 
 def start_nginx(nginx, cpu, tmp, cert, key):
@@ -99,10 +90,6 @@ http {{
     wait_for(fresh)
     return proc, kept, fresh, log
 
-
-def number(pattern, text):
-    m = re.search(pattern, text)
-    return float(m.group(1)) if m else None
 
 
 def tools(case, port, conns, seconds, tmp, cert, runs):

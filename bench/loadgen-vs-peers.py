@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, free_port, wait_for
+from _common import BLOCKLAB, ROOT, free_port, number, wait_for
 
 
 def rusage_of(cmd, cpu):
@@ -88,11 +88,6 @@ http {{
         path = "/test"
     wait_for(port)
     return proc, f"http://127.0.0.1:{port}{path}", desc
-
-
-def number(pattern, text):
-    m = re.search(pattern, text)
-    return float(m.group(1)) if m else None
 
 
 def tools(url, conns, seconds, tmp):

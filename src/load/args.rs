@@ -40,6 +40,8 @@ Examples:
   blocklab load --no-keepalive -c 20 -z 10s https://127.0.0.1:8443/     (the same, said out loud)
   blocklab load -k -c 50 -z 30s --insecure https://127.0.0.1:8443/      (any certificate)
   blocklab load -k -c 50 -z 30s --urls targets.txt               (several URLs, in turn)
+  blocklab load --h2 -c 4 --streams 32 -z 10s http://127.0.0.1:8080/    (HTTP/2, h2c)
+  blocklab load --h2 -c 4 --streams 32 -z 10s --cacert ca.pem https://127.0.0.1:8443/
 
 --urls FILE, vegeta's targets format: a request line, its own headers and @body-file under it,
 a blank line between requests; all URLs on one scheme, host and port:
@@ -137,6 +139,17 @@ pub struct LoadArgs {
     /// with -k only; each request's latency runs from the batch's write.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub pipeline: u16,
+
+    /// HTTP/2 on hyper's h2: over http:// with prior knowledge (h2c), over https:// with
+    /// ALPN h2. Connections are kept (-k is implied); a server that does not speak HTTP/2
+    /// there is counted as 'HTTP/2 refused'.
+    #[arg(long = "h2")]
+    pub h2: bool,
+
+    /// With --h2: up to N requests in flight per connection, each on its own stream
+    /// (h2load's -m); -c stays the number of connections.
+    #[arg(long, default_value_t = 1, requires = "h2", value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub streams: u16,
 
     /// Also write the result as JSON (schema/load-result.json) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -252,6 +265,9 @@ impl LoadArgs {
         plan.timeout = self.timeout;
         plan.threads = self.threads.map_or_else(available_cores, usize::from);
         plan.pipeline = usize::from(self.pipeline);
+        if self.h2 {
+            plan.use_h2(usize::from(self.streams));
+        }
         plan.method = match plan.urls.first() {
             // For reports: the first of the file's methods.
             Some(first) => first.method.clone(),

@@ -78,11 +78,15 @@ pub enum ErrorKind {
     /// TLS: the handshake did not finish within the timeout.
     #[error("TLS: handshake timeout")]
     TlsHandshakeTimeout,
+    /// `--h2`: the server does not speak HTTP/2 here: over TLS it did not
+    /// agree to ALPN `h2`; over `http://` it answered the HTTP/2 preface in HTTP/1.
+    #[error("HTTP/2 refused by the server")]
+    H2Refused,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::ConnectError,
@@ -97,6 +101,7 @@ impl ErrorKind {
         ErrorKind::TlsBadCertificate,
         ErrorKind::TlsProtocol,
         ErrorKind::TlsHandshakeTimeout,
+        ErrorKind::H2Refused,
     ];
 
     /// The key used in the JSON report.
@@ -116,6 +121,7 @@ impl ErrorKind {
             ErrorKind::TlsBadCertificate => "tls_bad_certificate",
             ErrorKind::TlsProtocol => "tls_protocol_error",
             ErrorKind::TlsHandshakeTimeout => "tls_handshake_timeout",
+            ErrorKind::H2Refused => "h2_refused",
         }
     }
 
@@ -162,6 +168,25 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
             Stream::Tls(tls) => Pin::new(&mut **tls).poll_write(cx, buf),
+        }
+    }
+
+    // HTTP/2 (h2) writes a frame head and its payload as one writev when the stream takes it.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(tcp) => Pin::new(tcp).poll_write_vectored(cx, bufs),
+            Stream::Tls(tls) => Pin::new(&mut **tls).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(tcp) => tcp.is_write_vectored(),
+            Stream::Tls(tls) => tls.is_write_vectored(),
         }
     }
 
@@ -394,7 +419,7 @@ impl Connection {
 }
 
 /// Maps a socket error during an exchange to the kind of failure it is.
-fn io_kind(e: &io::Error) -> ErrorKind {
+pub(crate) fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe => {
             ErrorKind::ConnectionReset

@@ -59,20 +59,29 @@ pub fn compare(
 ) -> (String, Option<String>) {
     let mut out = String::new();
     let w = &mut out;
-    let _ = writeln!(
-        w,
-        "base: {base_name} ({}, {} {}, {} loop, -c {})",
-        base.started_at, base.method, base.url, base.mode, base.connections
-    );
-    let _ = writeln!(
-        w,
-        "new:  {new_name} ({}, {} {}, {} loop, -c {})",
-        new.started_at, new.method, new.url, new.mode, new.connections
-    );
-    if base.url != new.url || base.mode != new.mode || base.connections != new.connections {
+    for (label, name, run) in [("base:", base_name, base), ("new: ", new_name, new)] {
         let _ = writeln!(
             w,
-            "NOTE: the two runs differ in URL, loop or connections; the comparison may not be like for like"
+            "{label} {name} ({}, {} {}, {} loop, {}, -c {}{})",
+            run.started_at,
+            run.method,
+            run.url,
+            run.mode,
+            run.protocol,
+            run.connections,
+            if run.streams > 1 { format!(" x {} streams", run.streams) } else { String::new() }
+        );
+    }
+    if base.url != new.url
+        || base.mode != new.mode
+        || base.connections != new.connections
+        || base.protocol != new.protocol
+        || base.streams != new.streams
+    {
+        let _ = writeln!(
+            w,
+            "NOTE: the two runs differ in URL, loop, protocol, connections or streams; the comparison may not be \
+             like for like"
         );
     }
     let latency = if base.corrected_latency_ms.is_some() || new.corrected_latency_ms.is_some() {

@@ -42,6 +42,7 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
             ("URL", &first.url, &run.url),
             ("method", &first.method, &run.method),
             ("loop", &first.mode, &run.mode),
+            ("protocol", &first.protocol, &run.protocol),
         ] {
             if a != b {
                 return Err(format!(
@@ -92,6 +93,8 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         threads,
         pipeline: first.pipeline,
         progress: super::plan::Progress::Silent,
+        h2: first.protocol != "http/1.1",
+        streams: first.streams,
     };
     let report = LoadReport::new(&plan, &result);
     Ok(Merged { plan, result, report, overlapping })

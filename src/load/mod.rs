@@ -13,6 +13,8 @@
 //! * [`client`] — one HTTP/1.1 connection on blocklab's own wire
 //!   ([`crate::http1`], httparse), plain or TLS, and how every failure is
 //!   classified into an [`ErrorKind`] that gets counted.
+//! * [`http2`] — `--h2`: one HTTP/2 connection on the `h2` crate, its
+//!   streams' exchanges, and how an h2 failure is classified.
 //! * [`tls`] — `https://` through rustls: the roots trusted, the handshake,
 //!   and the reason a handshake failed.
 //! * [`outcome`] — what one thread recorded ([`ThreadStats`]) and the merged
@@ -41,6 +43,7 @@ pub mod counters;
 pub mod engine;
 pub mod hdr_log;
 pub mod html;
+pub mod http2;
 pub mod merge;
 pub mod metric;
 pub mod outcome;

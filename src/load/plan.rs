@@ -173,6 +173,10 @@ pub struct LoadPlan {
     pub pipeline: usize,
     /// What is shown on stderr while the run goes.
     pub progress: Progress,
+    /// `--h2`: HTTP/2 (h2c with prior knowledge over `http://`, ALPN `h2` over `https://`).
+    pub h2: bool,
+    /// `--streams`: HTTP/2 requests in flight per connection (1 without `--h2`).
+    pub streams: usize,
 }
 
 /// What a run shows on stderr while it goes.
@@ -216,7 +220,28 @@ impl LoadPlan {
             threads: 1,
             pipeline: 1,
             progress: Progress::Silent,
+            h2: false,
+            streams: 1,
         })
+    }
+
+    /// Makes this an HTTP/2 run of `streams` concurrent streams per
+    /// connection: TLS offers ALPN `h2` alone, and connections are kept (an
+    /// HTTP/2 connection carries every request, as h2load's do).
+    pub fn use_h2(&mut self, streams: usize) {
+        self.h2 = true;
+        self.streams = streams;
+        self.keep_alive = true;
+        self.tls = self.tls.as_ref().map(TlsClient::offering_h2);
+    }
+
+    /// `http/1.1`, `h2c` (HTTP/2 over plain TCP) or `h2` (over TLS), for reports.
+    pub fn protocol(&self) -> &'static str {
+        match (self.h2, self.target.https) {
+            (false, _) => "http/1.1",
+            (true, false) => "h2c",
+            (true, true) => "h2",
+        }
     }
 
     /// Checks the combinations the flags alone cannot.
@@ -278,6 +303,23 @@ impl LoadPlan {
                 self.target.origin(),
                 other.target.url
             ));
+        }
+        if self.streams == 0 {
+            return Err("--streams must be at least 1".to_string());
+        }
+        if self.streams > 1 && !self.h2 {
+            return Err(
+                "--streams needs --h2: concurrent streams are HTTP/2's (HTTP/1.1 has --pipeline)".to_string()
+            );
+        }
+        if self.h2 && self.pipeline > 1 {
+            return Err(
+                "--pipeline is HTTP/1.1's: with --h2, --streams N keeps N requests in flight per connection"
+                    .to_string(),
+            );
+        }
+        if self.h2 && self.connection_stages.is_some() {
+            return Err("--connections in stages is not supported with --h2 yet".to_string());
         }
         if self.pipeline > 1 && !self.keep_alive {
             return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());

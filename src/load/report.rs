@@ -18,7 +18,7 @@ use super::outcome::{RunResult, Second};
 use super::plan::{LoadPlan, Stop};
 
 /// The version of the JSON document's shape; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Percentiles reported, as (label, quantile).
 const PERCENTILES: [(&str, f64); 10] = [
@@ -207,6 +207,13 @@ pub struct LoadReport {
     pub pipeline: usize,
     /// Whether connections were reused.
     pub keep_alive: bool,
+    /// The protocol that ran: `http/1.1`, `h2c` (HTTP/2 over plain TCP) or
+    /// `h2` (over TLS); documents before schema_version 5 were all `http/1.1`.
+    #[serde(default = "http1")]
+    pub protocol: String,
+    /// HTTP/2 streams in flight per connection (`--streams`); 1 for HTTP/1.1.
+    #[serde(default = "one")]
+    pub streams: usize,
     /// `-n`, when given.
     pub requests_planned: Option<u64>,
     /// `-z` in seconds, when given.
@@ -272,6 +279,14 @@ pub struct LoadReport {
     /// documents of schema_version 2).
     #[serde(default)]
     pub timeline: Vec<Second>,
+}
+
+fn http1() -> String {
+    "http/1.1".to_string()
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Histograms of microseconds in HdrHistogram's V2 deflate encoding, base64:
@@ -342,6 +357,8 @@ impl LoadReport {
             threads: result.threads,
             pipeline: plan.pipeline,
             keep_alive: plan.keep_alive,
+            protocol: plan.protocol().to_string(),
+            streams: plan.streams,
             requests_planned: match plan.stop {
                 Stop::Requests(n) => Some(n),
                 Stop::Duration(_) => None,
@@ -456,9 +473,21 @@ pub fn text(plan: &LoadPlan, result: &RunResult, report: &LoadReport) -> String 
         report.tool_version,
         report.mode,
         plan.connections,
-        if plan.keep_alive { "keep-alive" } else { "a new connection per request" },
+        if plan.h2 {
+            format!("HTTP/2 ({})", plan.protocol())
+        } else if plan.keep_alive {
+            "keep-alive".to_string()
+        } else {
+            "a new connection per request".to_string()
+        },
         if plan.pipeline > 1 {
             format!(", {} pipelined requests each", plan.pipeline)
+        } else if plan.h2 {
+            format!(
+                ", up to {} concurrent stream{} each",
+                plan.streams,
+                if plan.streams == 1 { "" } else { "s" }
+            )
         } else {
             String::new()
         },

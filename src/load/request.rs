@@ -5,7 +5,7 @@
 
 use hyper::header::{self, HeaderName, HeaderValue};
 
-use super::plan::{LoadPlan, Target};
+use super::plan::{LoadPlan, Target, UrlRequest};
 
 /// Every request of a run, encoded once, laid out round-robin so that any
 /// `--pipeline` consecutive requests (wrapping around to the first) are one
@@ -64,19 +64,24 @@ pub fn encode_all(plan: &LoadPlan) -> Vec<Vec<u8>> {
     plan.urls
         .iter()
         .map(|url| {
-            let mut headers = plan.headers.clone();
-            headers.retain(|(name, _)| !url.headers.iter().any(|(own, _)| own == name));
-            headers.extend(url.headers.iter().cloned());
             encode_request(
                 &url.target,
                 &url.method,
-                &headers,
+                &url_headers(plan, url),
                 url.body.as_deref(),
                 plan.content_type.as_ref(),
                 plan.keep_alive,
             )
         })
         .collect()
+}
+
+/// `-H`'s fields, each replaced by a `--urls` request's own field of the same name, then its others.
+fn url_headers(plan: &LoadPlan, url: &UrlRequest) -> Vec<(HeaderName, HeaderValue)> {
+    let mut headers = plan.headers.clone();
+    headers.retain(|(name, _)| !url.headers.iter().any(|(own, _)| own == name));
+    headers.extend(url.headers.iter().cloned());
+    headers
 }
 
 /// The `User-Agent` sent unless `-H` replaces it.
@@ -113,6 +118,32 @@ fn encode_request(
     content_type: Option<&HeaderValue>,
     keep_alive: bool,
 ) -> Vec<u8> {
+    let fields = header_fields(target, headers, body, content_type, keep_alive);
+    let body = body.unwrap_or_default();
+    let mut wire = Vec::with_capacity(256 + body.len());
+    wire.extend_from_slice(format!("{method} {} HTTP/1.1\r\n", target.path).as_bytes());
+    for (name, value) in &fields {
+        // Canonical capitals for the defaults, as other clients send them; -H's as given.
+        wire.extend_from_slice(canonical(name).as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value.as_bytes());
+        wire.extend_from_slice(b"\r\n");
+    }
+    wire.extend_from_slice(b"\r\n");
+    wire.extend_from_slice(body);
+    wire
+}
+
+/// The header fields of a request to `target`, in order: the defaults, then
+/// `headers` (each replacing a default of its name; an empty value removes
+/// it), then `Content-Length` with a body.
+fn header_fields(
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Option<&[u8]>,
+    content_type: Option<&HeaderValue>,
+    keep_alive: bool,
+) -> Vec<(HeaderName, HeaderValue)> {
     let mut fields: Vec<(HeaderName, HeaderValue)> =
         vec![(header::HOST, target.host.clone()), (header::USER_AGENT, HeaderValue::from_static(USER_AGENT))];
     if let Some(auth) = &target.basic_auth {
@@ -131,20 +162,86 @@ fn encode_request(
     if let Some(body) = body {
         fields.push((header::CONTENT_LENGTH, HeaderValue::from(body.len())));
     }
+    fields
+}
 
-    let body = body.unwrap_or_default();
-    let mut wire = Vec::with_capacity(256 + body.len());
-    wire.extend_from_slice(format!("{method} {} HTTP/1.1\r\n", target.path).as_bytes());
-    for (name, value) in &fields {
-        // Canonical capitals for the defaults, as other clients send them; -H's as given.
-        wire.extend_from_slice(canonical(name).as_bytes());
-        wire.extend_from_slice(b": ");
-        wire.extend_from_slice(value.as_bytes());
-        wire.extend_from_slice(b"\r\n");
+/// One request of an HTTP/2 run, ready to be sent on a stream: its head
+/// (h2 writes the pseudo-headers from the method and the URI) and its body.
+pub struct H2Request {
+    method: hyper::Method,
+    /// `scheme://authority/path?query`: `:scheme`, `:authority` and `:path`.
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    /// The body, shared by every stream that sends it (a reference count, no copy).
+    pub body: Option<bytes::Bytes>,
+    /// Whether it is a HEAD (its response has no body).
+    pub is_head: bool,
+}
+
+/// Fields HTTP/2 forbids (RFC 9113 8.2.2): the connection's own business in HTTP/1.1.
+const CONNECTION_SPECIFIC: [HeaderName; 5] = [
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+];
+
+impl H2Request {
+    /// The head of a new stream for this request.
+    pub fn head(&self) -> http::Request<()> {
+        let mut request = http::Request::new(());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.version_mut() = http::Version::HTTP_2;
+        *request.headers_mut() = self.headers.clone();
+        request
     }
-    wire.extend_from_slice(b"\r\n");
-    wire.extend_from_slice(body);
-    wire
+}
+
+/// Every request of `plan` for HTTP/2, in the order of [`encode_all`]: the
+/// same fields as HTTP/1.1, with `Host` (the URL's, or `-H Host`'s) as
+/// `:authority` and the connection-specific fields left out.
+pub fn h2_all(plan: &LoadPlan) -> Result<Vec<H2Request>, String> {
+    let one = |target: &Target,
+               method: &hyper::Method,
+               headers: &[(HeaderName, HeaderValue)],
+               body: Option<&[u8]>| {
+        let fields = header_fields(target, headers, body, plan.content_type.as_ref(), true);
+        let mut authority = target.host.clone();
+        let mut map = http::HeaderMap::with_capacity(fields.len());
+        for (name, value) in fields {
+            if name == header::HOST {
+                authority = value;
+            } else {
+                // TE may stay only as "trailers".
+                let forbidden =
+                    CONNECTION_SPECIFIC.contains(&name) || (name == header::TE && value != "trailers");
+                if !forbidden {
+                    map.append(name, value);
+                }
+            }
+        }
+        let scheme = if target.https { "https" } else { "http" };
+        let authority = authority.to_str().map_err(|_| "the Host field is not text".to_string())?;
+        let uri = format!("{scheme}://{authority}{}", target.path)
+            .parse()
+            .map_err(|e| format!("{scheme}://{authority}{}: not a URI for HTTP/2: {e}", target.path))?;
+        Ok(H2Request {
+            method: method.clone(),
+            uri,
+            headers: map,
+            body: body.map(bytes::Bytes::copy_from_slice),
+            is_head: method == hyper::Method::HEAD,
+        })
+    };
+    if plan.urls.is_empty() {
+        return Ok(vec![one(&plan.target, &plan.method, &plan.headers, plan.body.as_deref())?]);
+    }
+    plan.urls
+        .iter()
+        .map(|url| one(&url.target, &url.method, &url_headers(plan, url), url.body.as_deref()))
+        .collect()
 }
 
 /// `content-type` → `Content-Type`: field names are case-insensitive, but
@@ -227,5 +324,27 @@ mod tests {
         p.urls.clear();
         p.pipeline = 2;
         assert_eq!(Wire::new(&p).batch(0, 2), encode(&p).repeat(2));
+    }
+
+    #[test]
+    fn an_h2_request_has_the_host_as_authority_and_no_connection_fields() {
+        let mut p = plan("http://u:p@127.0.0.1:9000/post?x=1");
+        p.method = hyper::Method::POST;
+        p.body = Some(b"abc".to_vec());
+        p.headers = vec![
+            (header::HOST, HeaderValue::from_static("api.example")),
+            (header::CONNECTION, HeaderValue::from_static("keep-alive")),
+            (HeaderName::from_static("x-trace"), HeaderValue::from_static("7")),
+        ];
+        let requests = h2_all(&p).unwrap();
+        let head = requests[0].head();
+        assert_eq!(head.uri().to_string(), "http://api.example/post?x=1");
+        assert_eq!(head.method(), hyper::Method::POST);
+        assert_eq!(head.version(), http::Version::HTTP_2);
+        let names: Vec<&str> = head.headers().keys().map(|n| n.as_str()).collect();
+        assert_eq!(names, ["user-agent", "authorization", "content-type", "x-trace", "content-length"]);
+        assert_eq!(head.headers()["content-length"], "3");
+        assert_eq!(requests[0].body.as_deref(), Some(&b"abc"[..]));
+        assert!(!requests[0].is_head);
     }
 }

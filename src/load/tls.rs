@@ -1,5 +1,5 @@
 //! `https://` for `blocklab load`: the rustls client configuration a run
-//! shares (which roots it trusts, ALPN `http/1.1`, the server name sent as
+//! shares (which roots it trusts, ALPN `http/1.1`, or `h2` with `--h2`, the server name sent as
 //! SNI and checked against the certificate), the handshake over a connected
 //! socket, and how a failed handshake is classified into an [`ErrorKind`]
 //! with its reason (unknown issuer, name mismatch, expired, not TLS).
@@ -96,6 +96,19 @@ impl TlsClient {
         Ok(TlsClient { connector: Arc::new(config).into(), server_name, trust })
     }
 
+    /// The same configuration offering ALPN `h2` alone (`--h2`): a server
+    /// that does not agree fails the handshake or negotiates nothing, and
+    /// either is counted as [`ErrorKind::H2Refused`].
+    pub fn offering_h2(&self) -> TlsClient {
+        let mut config = ClientConfig::clone(self.connector.config());
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        TlsClient {
+            connector: Arc::new(config).into(),
+            server_name: self.server_name.clone(),
+            trust: self.trust.clone(),
+        }
+    }
+
     /// The handshake over `tcp`; `Err` is the kind of failure and rustls'
     /// own words for it.
     pub async fn handshake(&self, tcp: TcpStream) -> Result<Box<TlsStream<TcpStream>>, (ErrorKind, String)> {
@@ -145,8 +158,18 @@ fn classify(e: &io::Error) -> ErrorKind {
             CertificateError::Expired | CertificateError::ExpiredContext { .. } => ErrorKind::TlsExpired,
             _ => ErrorKind::TlsBadCertificate,
         },
+        // The server would speak none of the protocols offered: h2 alone, with --h2.
+        rustls::Error::NoApplicationProtocol
+        | rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) => {
+            ErrorKind::H2Refused
+        }
         _ => ErrorKind::TlsProtocol,
     }
+}
+
+/// Whether the handshake agreed to HTTP/2 (ALPN `h2`).
+pub fn agreed_h2(stream: &TlsStream<TcpStream>) -> bool {
+    stream.get_ref().1.alpn_protocol() == Some(b"h2")
 }
 
 /// The certificates of the PEM file at `path`.
@@ -218,6 +241,8 @@ mod tests {
         assert_eq!(classify(&cert(CertificateError::BadSignature)), ErrorKind::TlsBadCertificate);
         let alert = tls(rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure));
         assert_eq!(classify(&alert), ErrorKind::TlsProtocol);
+        let no_h2 = tls(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol));
+        assert_eq!(classify(&no_h2), ErrorKind::H2Refused);
         assert_eq!(classify(&io::Error::from(io::ErrorKind::UnexpectedEof)), ErrorKind::TlsProtocol);
         assert_eq!(classify(&io::Error::from(io::ErrorKind::ConnectionReset)), ErrorKind::ConnectionReset);
     }
