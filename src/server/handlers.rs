@@ -27,10 +27,10 @@ type DataResult = Result<Json<Content>, AppError>;
 /// its length from the body's size.
 pub const TEST: &str = "works";
 
-/// A study-1 data endpoint: the id from `?id=`, then `endpoint`'s read as
-/// [`data::read`] does it (the one place that says what each endpoint does).
-pub async fn data(state: AppState, request: Request, endpoint: Endpoint) -> DataResult {
-    let id = data::requested_id(state.nodes(), request.uri().query())?;
+/// A study-1 data endpoint: `endpoint`'s read of node `id` (from `?id=`,
+/// read by the router) as [`data::read`] does it (the one place that says
+/// what each endpoint does).
+pub async fn data(state: AppState, endpoint: Endpoint, id: i64) -> DataResult {
     Ok(Json(data::read(&state, endpoint, id).await?))
 }
 
