@@ -24,6 +24,7 @@ Goals (issue 21): lean /test 0, reactive /test <= 8 per request.
 
     bench/allocations.py
     bench/allocations.py --short 5000 --long 25000 -c 10
+    bench/allocations.py --server /tmp/blocklab-counting-before   # another counting build
 """
 
 import argparse
@@ -71,7 +72,7 @@ def load(url, cpu, connections, requests, tmp):
 
 def measure(model, path, args, tmp):
     port = free_port()
-    cmd = ["taskset", "-c", str(args.server_cpu), COUNTING, "serve", "--listen", f"127.0.0.1:{port}",
+    cmd = ["taskset", "-c", str(args.server_cpu), args.server, "serve", "--listen", f"127.0.0.1:{port}",
            "--workers", "1", "--nodes", str(args.nodes), "--model", model]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "RUST_LOG": "warn"})
@@ -108,17 +109,19 @@ def main():
     p.add_argument("--load-cpu", type=int, default=0)
     p.add_argument("--models", default="reactive,lean")
     p.add_argument("--paths", default=",".join(PATHS))
+    p.add_argument("--server", default=COUNTING,
+                   help="the counting build to measure (default: this tree's, built if missing)")
     args = p.parse_args()
     if args.long <= args.short:
         sys.exit("allocations: --long must be larger than --short")
-    if not os.path.exists(COUNTING):
+    if args.server == COUNTING and not os.path.exists(COUNTING):
         print(f"building the counting build into {TARGET_DIR} (once)", file=sys.stderr)
         subprocess.run(["cargo", "build", "--release", "--locked", "--features", "count-allocations",
                         "--target-dir", TARGET_DIR], cwd=ROOT, check=True)
     if not os.path.exists(LOADER):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
 
-    print(f"server: {COUNTING} serve --workers 1 on CPU {args.server_cpu} (embedded, {args.nodes} nodes, "
+    print(f"server: {args.server} serve --workers 1 on CPU {args.server_cpu} (embedded, {args.nodes} nodes, "
           f"0 ms latency); load: blocklab load -k -c {args.connections} on CPU {args.load_cpu}; "
           f"warm-up {args.warmup}, then -n {args.short} and -n {args.long}")
     print("\n| model | endpoint | allocations / request | reallocations / request | allocations / connection |")

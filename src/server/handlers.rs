@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::HeaderValue;
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::{ALLOW, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 
 use super::data;
@@ -22,17 +22,15 @@ use crate::graph::Content;
 /// The result of a data endpoint.
 type DataResult = Result<Json<Content>, AppError>;
 
-/// `/test`: no I/O, the ceiling of the HTTP stack. Its length is a static
-/// header: axum would otherwise format it into a new header value on every
-/// request (an allocation, `bench/allocations.py`).
-pub async fn test() -> impl IntoResponse {
-    ([(CONTENT_LENGTH, HeaderValue::from_static("5"))], "works")
-}
+/// `/test`: no I/O, the ceiling of the HTTP stack. A value, which axum
+/// takes as a handler answering with it: no future to box. hyper writes
+/// its length from the body's size.
+pub const TEST: &str = "works";
 
-/// A study-1 data endpoint: the id from `?id=`, then `endpoint`'s read as
-/// [`data::read`] does it (the one place that says what each endpoint does).
-pub async fn data(state: AppState, request: Request, endpoint: Endpoint) -> DataResult {
-    let id = data::requested_id(state.nodes(), request.uri().query())?;
+/// A study-1 data endpoint: `endpoint`'s read of node `id` (from `?id=`,
+/// read by the router) as [`data::read`] does it (the one place that says
+/// what each endpoint does).
+pub async fn data(state: AppState, endpoint: Endpoint, id: i64) -> DataResult {
     Ok(Json(data::read(&state, endpoint, id).await?))
 }
 
@@ -104,7 +102,8 @@ pub async fn no_such_path(request: Request) -> AppError {
     AppError::NoSuchPath(request.uri().path().to_string())
 }
 
-/// A known path with a method other than GET or HEAD.
-pub async fn method_not_allowed(request: Request) -> AppError {
-    AppError::MethodNotAllowed(request.method().to_string())
+/// A known path with a method other than GET or HEAD, with the methods it takes.
+pub async fn method_not_allowed(request: Request) -> impl IntoResponse {
+    let allow = [(ALLOW, HeaderValue::from_static("GET, HEAD"))];
+    (allow, AppError::MethodNotAllowed(request.method().to_string()))
 }

@@ -40,7 +40,6 @@ use anyhow::Context;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
 use accept::Admission;
@@ -190,7 +189,8 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     admission
         .accept_until(&listener, shutdown, |stream, peer, ticket| {
-            let service = TowerToHyperService::new(app.clone());
+            // The app is hyper's service itself: see `app.rs` on why.
+            let service = app.clone();
             let connection = http1::Builder::new()
                 .timer(ConnectionTimer::new())
                 .keep_alive(true)
