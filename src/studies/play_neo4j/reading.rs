@@ -53,11 +53,11 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if let Some((_, r)) = best(results, Endpoint::Test) {
         out.push(format!(
             "/test (no I/O) is the ceiling of the HTTP stack here: {} req/s, mean {} ms, HTTP workers {} busy, \
-             {:.1} µs of server CPU per request{}.",
+             {}{}.",
             rps(r.rps),
             ms(r.mean_ms),
             pct(r.server.http_busy_ratio),
-            r.server_cpu_per_request_us,
+            server_cpu(r.server_cpu_per_request_us),
             if r.server.http_busy_ratio < 0.85 {
                 " — the workers had time to spare, so the load generator on its own core set this ceiling, not the \
                  server"
@@ -73,7 +73,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             Some(c) => out.push(format!(
                 "/getData: {} req/s against a ceiling of {} req/s ({} ÷ {} ms): {} is held for the whole \
                  simulated round trip, so at most {} read{} in flight at once while 200 connections wait. Workers \
-                 {} busy — {} — at {:.1} µs of server CPU per request.",
+                 {} busy — {} — at {}.",
                 rps(r.rps),
                 rps(c),
                 if workers == 1.0 { "1 worker".to_string() } else { format!("{workers} workers") },
@@ -87,7 +87,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
                 } else {
                     "busy"
                 },
-                r.server_cpu_per_request_us
+                server_cpu(r.server_cpu_per_request_us)
             )),
             None if !embedded => out.push(format!(
                 "/getData: {} req/s. {} waits on the socket for each database round trip (server-side mean {} ms), \
@@ -163,14 +163,14 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     }
     if let Some((_, r)) = best(results, Endpoint::GetDataSpawnBlocking) {
         let vs_async = best(results, Endpoint::GetDataAsync).map_or(String::new(), |(_, a)| {
-            format!(", against {:.1} µs for /getDataAsync", a.server_cpu_per_request_us)
+            format!(", against {} for /getDataAsync", server_cpu(a.server_cpu_per_request_us))
         });
         out.push(format!(
             "/getDataSpawnBlocking (the idiomatic fix): {} req/s. Each read holds a blocking-pool thread instead of a \
-             worker; the pool grew to {} threads, at {:.1} µs of server CPU per request{}.",
+             worker; the pool grew to {} threads, at {}{}.",
             rps(r.rps),
             r.server.blocking_threads_max,
-            r.server_cpu_per_request_us,
+            server_cpu(r.server_cpu_per_request_us),
             vs_async
         ));
     }
@@ -236,10 +236,10 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             .iter()
             .map(|(t, r)| {
                 format!(
-                    "{t} {} req/s, p99 {} ms, {:.0} µs of server CPU per request{}{}",
+                    "{t} {} req/s, p99 {} ms, {}{}{}",
                     rps(r.rps),
                     ms(r.p99_ms),
-                    r.server_cpu_per_request_us,
+                    server_cpu(r.server_cpu_per_request_us),
                     r.db_cpu_per_request_us
                         .map_or(String::new(), |us| format!(", database {us:.0} µs per request")),
                     r.jvm.as_ref().map_or(String::new(), |j| format!(
@@ -255,16 +255,16 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             .collect();
         let (a, b) = (best[0].1, best[1].1);
         out.push(format!(
-            "{}: {}; {} ÷ {} = {:.2} in requests/s, {:.2} in server CPU per request.",
+            "{}: {}; {} ÷ {} = {:.2} in requests/s, {} in server CPU per request.",
             endpoint.path(),
             parts.join("; "),
             best[0].0,
             best[1].0,
             if b.rps > 0.0 { a.rps / b.rps } else { 0.0 },
-            if b.server_cpu_per_request_us > 0.0 {
-                a.server_cpu_per_request_us / b.server_cpu_per_request_us
+            if a.server_cpu_per_request_us > 0.0 && b.server_cpu_per_request_us > 0.0 {
+                format!("{:.2}", a.server_cpu_per_request_us / b.server_cpu_per_request_us)
             } else {
-                0.0
+                "not measurable".to_string()
             },
         ));
     }
@@ -374,4 +374,28 @@ fn best_of_each<'a>(
     id: TestId,
 ) -> Vec<(&'a str, &'a RunRecord)> {
     targets.iter().filter_map(|t| Some((*t, results.test(t, id).and_then(TestRecord::best)?))).collect()
+}
+
+/// "7.7 µs of server CPU per request", or, when the run was too short for the
+/// kernel's CPU clock to count any (it counts in 10 ms ticks), that it could
+/// not be measured: never a 0 that reads as free.
+fn server_cpu(us: f64) -> String {
+    if us > 0.0 {
+        format!("{us:.1} µs of server CPU per request")
+    } else {
+        "server CPU per request not measurable (under one tick of the kernel's CPU clock, 10 ms, over the whole run)"
+            .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_cpu_below_the_clock_tick_is_not_measurable_never_zero() {
+        assert_eq!(server_cpu(7.66), "7.7 µs of server CPU per request");
+        let none = server_cpu(0.0);
+        assert!(none.starts_with("server CPU per request not measurable") && !none.contains("0.0"), "{none}");
+    }
 }
