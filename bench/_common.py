@@ -103,6 +103,19 @@ def builds(args):
     return found
 
 
+def figures(read, out, err, code, label):
+    """What `read(out)` finds in a tool's output (a tuple starting with requests/s and
+    requests), or None after printing why: a tool that failed a round is reported, not hidden."""
+    try:
+        found = read(out)
+        if not found[0] or not found[1]:
+            raise ValueError("no figures in its output")
+        return found
+    except Exception as e:
+        print(f"  {label}: could not read its output ({e}); exit {code}; stderr: {err.strip()[:200]}")
+        return None
+
+
 def number(pattern, text):
     """The number the first group of `pattern` matches in a tool's output, or None."""
     m = re.search(pattern, text)

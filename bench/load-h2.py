@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-from _common import BLOCKLAB, ROOT, certificate, free_port, loadavg, nginx_config, number, rusage_of, wait_for
+from _common import BLOCKLAB, ROOT, certificate, figures, free_port, loadavg, nginx_config, number, rusage_of, wait_for
 
 
 def start_nginx(nginx, cpu, tmp, listen_extra, server_extra=""):
@@ -79,14 +79,10 @@ def compare(case, peers, args, tmp):
     for r in range(args.rounds):
         for name, cmd, read in peers:
             out, err, cpu, code = rusage_of(cmd, args.load_cpu, tmp)
-            try:
-                rps, n = read(out)
-                if not rps or not n:
-                    raise ValueError("no figures in its output")
-            except Exception as e:  # a tool that failed this round is reported, not hidden
-                print(f"  {case} round {r + 1} {name}: could not read its output (exit {code}: {e}); "
-                      f"stderr: {err.strip()[:200]}")
+            found = figures(read, out, err, code, f"{case} round {r + 1} {name}")
+            if not found:
                 continue
+            rps, n = found
             results[name].append((rps, cpu / n * 1e6))
             print(f"  {case} round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request",
                   flush=True)

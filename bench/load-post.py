@@ -47,8 +47,8 @@ import sys
 import tempfile
 import time
 
-from _common import (add_run_options, builds, built, cpu_seconds, free_port, now_and_load, nginx_binary, nginx_config,
-                     rusage_of, wait_for)
+from _common import (add_run_options, builds, built, cpu_seconds, figures, free_port, now_and_load, nginx_binary,
+                     nginx_config, rusage_of, wait_for)
 
 CONTENT_TYPE = "application/octet-stream"
 
@@ -134,14 +134,10 @@ def compare(peers, rounds, load_cpu, server, tmp):
             served = cpu_seconds(server.pid)
             out, err, cpu, code = rusage_of(cmd, load_cpu, tmp)
             served = cpu_seconds(server.pid) - served
-            try:
-                rps, n, not_2xx = read(out)
-                if not rps or not n:
-                    raise ValueError("no figures in its output")
-            except Exception as e:  # a tool that failed this round is reported, not hidden
-                print(f"  round {r + 1} {name}: could not read its output ({e}); exit {code}; "
-                      f"stderr: {err.strip()[:200]}")
+            found = figures(read, out, err, code, f"round {r + 1} {name}")
+            if not found:
                 continue
+            rps, n, not_2xx = found
             results[name].append((rps, cpu / n * 1e6, served / n * 1e6, not_2xx))
             print(f"  round {r + 1} {name:<16} {rps:>10.0f} req/s  {cpu / n * 1e6:7.2f} us CPU/request  "
                   f"nginx {served / n * 1e6:6.2f} us/request  {not_2xx:.0f} not 2xx", flush=True)

@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 
-from _common import (SAME_HEAD_AS_WRK, add_run_options, builds, built, cpu_seconds, free_port,
+from _common import (SAME_HEAD_AS_WRK, add_run_options, builds, built, cpu_seconds, figures, free_port,
                      instructions_per_request, nginx_binary, nginx_config, now_and_load, number, rusage_of,
                      wait_for, certificate)
 
@@ -139,13 +139,10 @@ def compare(case, peers, rounds, load_cpu, tmp, log, server):
             served = cpu_seconds(server.pid)
             out, err, cpu, code = rusage_of(cmd, load_cpu, tmp)
             served = cpu_seconds(server.pid) - served
-            try:
-                rps, n = read(out)
-                if not rps or not n:
-                    raise ValueError("no figures in its output")
-            except Exception as e:  # a tool that failed this round is reported, not hidden
-                print(f"  {case} round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
+            found = figures(read, out, err, code, f"{case} round {r + 1} {name}")
+            if not found:
                 continue
+            rps, n = found
             reused = reuse_share(log, since) if case != "keep-alive" else None
             results[name].append((rps, cpu / n * 1e6, reused, served / n * 1e6))
             shown = f"  {reused * 100:5.1f} % resumed" if reused is not None else ""

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 
-from _common import BLOCKLAB, ROOT, free_port, number, wait_for
+from _common import BLOCKLAB, ROOT, figures, free_port, number, wait_for
 
 
 def rusage_of(cmd, cpu):
@@ -161,13 +161,10 @@ def compare(peers, rounds, load_cpu):
     for r in range(rounds):
         for name, cmd, read in peers:
             out, err, wall, cpu, rss, code = rusage_of(cmd, load_cpu)
-            try:
-                rps, n = read(out)
-                if not rps or not n:
-                    raise ValueError("no figures in its output")
-            except Exception as e:  # a tool that failed this round is reported, not hidden
-                print(f"  round {r + 1} {name}: could not read its output ({e}); stderr: {err.strip()[:200]}")
+            found = figures(read, out, err, code, f"round {r + 1} {name}")
+            if not found:
                 continue
+            rps, n = found
             results[name].append((rps, cpu / n * 1e6))
             print(f"  round {r + 1} {name:<9} {rps:>10.0f} req/s  {cpu / n * 1e6:6.2f} us CPU/request")
     return results
