@@ -294,6 +294,29 @@ async fn h2_connection_loop(
         }
     };
     loop {
+        // Connections in stages: out of the current level, let the streams in flight end,
+        // close, and wait until back in it (the request waiting, if any, goes out then).
+        if let Some(stages) = &plan.connection_stages
+            && !stages.is_open(c, Instant::now() - t0)
+        {
+            while !in_flight.is_empty() {
+                tokio::select! {
+                    biased;
+                    () = drive(&mut session) => {}
+                    Some(ended) = in_flight.next() => settle(ended, &mut unprocessed),
+                }
+            }
+            if session.take().is_some() {
+                stats.borrow_mut().disconnected();
+            }
+            match stages.opens_at(c, Instant::now() - t0) {
+                Some(at) if deadline.is_none_or(|d| t0 + at < d) => {
+                    tokio::time::sleep_until(t0 + at).await;
+                    continue;
+                }
+                _ => break,
+            }
+        }
         let free = in_flight.len() < plan.streams;
         if waiting.is_none() && free {
             waiting = unprocessed.pop_front();

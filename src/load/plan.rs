@@ -318,9 +318,6 @@ impl LoadPlan {
                     .to_string(),
             );
         }
-        if self.h2 && self.connection_stages.is_some() {
-            return Err("--connections in stages is not supported with --h2 yet".to_string());
-        }
         if self.pipeline > 1 && !self.keep_alive {
             return Err("--pipeline needs keep-alive (-k): pipelined requests share a connection".to_string());
         }
