@@ -8,10 +8,10 @@
 //!
 //! Every read is bounded by the configured timeout, and every connect by
 //! the connect timeout. A read whose future is dropped mid-exchange — the
-//! client closed its connection, or the timeout fired — closes its Bolt
-//! connection rather than leave its answers for the next read (the pool's
-//! rule, `graph/bolt/pool.rs`), and every answer is also checked against the
-//! id asked for.
+//! client closed its connection, or the timeout fired — leaves its answers
+//! owed on its Bolt connection, and the next read on that connection reads
+//! and throws them away before its own (`graph/bolt/connection.rs`); every
+//! answer is also checked against the id asked for.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -165,7 +165,8 @@ async fn read_node(
         Ok(content)
     };
     // Dropping `work` mid-exchange (this timeout, or a client that went
-    // away) closes the connection it held: see graph/bolt/pool.rs.
+    // away) leaves its answers to the connection's next read to throw away:
+    // see graph/bolt/connection.rs.
     tokio::time::timeout(timeout, work).await.map_err(|_| no_answer(target, timeout))?
 }
 

@@ -8,6 +8,7 @@
 //! 64 KiB − 1 (every message blocklab sends but a huge seed query) costs no
 //! copy; a longer one is split where it lies.
 
+#[cfg(test)]
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The largest chunk: the size is 16 bits.
@@ -46,9 +47,34 @@ impl Framer {
     }
 }
 
+/// Takes the first whole message out of `input` into `message` (cleared
+/// first), joining its chunks and skipping NOOPs before it; returns how many
+/// bytes of `input` it used, or `None` if no whole message is there yet (then
+/// nothing counts as used: the caller reads more and asks again). Parsing from
+/// bytes already read, never from the socket, is what makes a connection's
+/// reading cancel-safe (`connection.rs`).
+pub fn take_message(input: &[u8], message: &mut Vec<u8>) -> Option<usize> {
+    message.clear();
+    let mut at = 0;
+    loop {
+        let size = usize::from(u16::from_be_bytes(input.get(at..at + 2)?.try_into().ok()?));
+        at += 2;
+        if size == 0 {
+            if message.is_empty() {
+                continue; // a NOOP between messages
+            }
+            return Some(at);
+        }
+        message.extend_from_slice(input.get(at..at + size)?);
+        at += size;
+    }
+}
+
 /// Reads the next message from `input` into `message` (cleared first),
-/// joining its chunks and skipping NOOPs. Not cancel-safe: a read dropped
-/// midway leaves the stream mid-message, and the connection is discarded.
+/// joining its chunks and skipping NOOPs. Not cancel-safe (a read dropped
+/// midway leaves the stream mid-message): for the tests' fake servers;
+/// connections parse with [`take_message`].
+#[cfg(test)]
 pub async fn read_message(
     input: &mut (impl AsyncRead + Unpin),
     message: &mut Vec<u8>,
@@ -102,6 +128,27 @@ mod tests {
         assert_eq!(rest[2 + MAX_CHUNK..2 + MAX_CHUNK + 2], [0, 10]);
         assert_eq!(rest.len(), 2 + MAX_CHUNK + 2 + 10 + 2);
         assert_eq!(rest[rest.len() - 2..], [0, 0]);
+    }
+
+    #[test]
+    fn taking_a_message_waits_for_all_of_it_and_uses_nothing_until_then() {
+        let mut wire = vec![0, 0]; // a NOOP first
+        wire.extend(framed(&[&[1, 2, 3], &[9]]));
+        let mut message = Vec::new();
+        // Every prefix short of the first message's end marker holds no message.
+        let first_end = 2 + 2 + 3 + 2;
+        for cut in 0..first_end {
+            assert_eq!(take_message(&wire[..cut], &mut message), None, "cut at {cut}");
+        }
+        assert_eq!(take_message(&wire, &mut message), Some(first_end));
+        assert_eq!(message, [1, 2, 3]);
+        assert_eq!(take_message(&wire[first_end..], &mut message), Some(5));
+        assert_eq!(message, [9]);
+        let long: Vec<u8> = (0..MAX_CHUNK + 7).map(|i| (i % 251) as u8).collect();
+        let wire = framed(&[&long]);
+        assert_eq!(take_message(&wire[..wire.len() - 1], &mut message), None);
+        assert_eq!(take_message(&wire, &mut message), Some(wire.len()));
+        assert_eq!(message, long);
     }
 
     #[tokio::test]

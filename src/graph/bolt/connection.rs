@@ -1,17 +1,22 @@
 //! One Bolt connection: TCP with TCP_NODELAY, the version handshake, the
 //! login, and auto-commit queries sent as RUN and PULL in one write.
 //!
-//! A connection knows whether its last exchange completed
-//! ([`Connection::is_reusable`]): a future dropped mid-exchange leaves it
-//! `Busy`, with answers of its own still on the way, and the pool then
-//! closes it instead of handing it to the next read.
+//! A connection counts the answers it is owed. A read dropped mid-exchange
+//! (the HTTP client went away, the timeout fired) leaves some owed, and the
+//! next exchange on the connection first reads them and throws them away
+//! ([`Connection::run`]): its own answers are then the next on the wire. This
+//! works because reading is cancel-safe: bytes come off the socket into the
+//! connection's own buffer, and a message is taken out of it only whole
+//! ([`take_message`]), so a dropped read never leaves the stream mid-message.
+//! Only a write cut off midway (the stream then holds part of a request) or
+//! an I/O or protocol error makes a connection unusable.
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::chunk::{Framer, read_message};
+use super::chunk::{Framer, take_message};
 use super::error::BoltError;
 use super::packstream::{
     Decoder, Value, write_int, write_map_header, write_string, write_struct_header, write_value,
@@ -76,18 +81,8 @@ const RECORD: u8 = 0x71;
 const IGNORED: u8 = 0x7E;
 const FAILURE: u8 = 0x7F;
 
-/// Where a connection is between exchanges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Every answer read; ready for a query.
-    Ready,
-    /// Every answer read, but the last query failed: Neo4j ignores all but
-    /// RESET until it gets one, so the next exchange starts with RESET.
-    NeedsReset,
-    /// Requests written whose answers have not all been read, or a broken
-    /// stream: never to be reused.
-    Busy,
-}
+/// How much of the socket's input one read asks for.
+const READ_SIZE: usize = 16 * 1024;
 
 /// One answer of the server.
 enum Response {
@@ -100,13 +95,23 @@ enum Response {
 
 /// One open, logged-in Bolt connection.
 pub struct Connection {
-    stream: BufReader<TcpStream>,
+    stream: TcpStream,
+    /// Bytes read from the socket and not yet taken as whole messages, from `input_at` on.
+    input: Vec<u8>,
+    input_at: usize,
     /// The requests of the exchange being written, framed.
     out: Vec<u8>,
     /// The answer being read, its chunks joined.
     message: Vec<u8>,
     version: Version,
-    state: State,
+    /// Summaries (SUCCESS, FAILURE, IGNORED) owed for requests written: one
+    /// per request; RECORDs come before their PULL's summary and do not count.
+    owed: usize,
+    /// A query failed: Neo4j ignores all but RESET until it gets one, so the
+    /// next exchange starts with RESET.
+    needs_reset: bool,
+    /// A write was cut off midway or the stream broke: never to be reused.
+    broken: bool,
 }
 
 impl Connection {
@@ -124,10 +129,10 @@ impl Connection {
         // Every request is one write of whole messages and each waits for
         // its answer: Nagle's algorithm would only delay them.
         stream.set_nodelay(true)?;
-        let mut stream = BufReader::with_capacity(16 * 1024, stream);
+        let mut stream = stream;
         let mut hello = MAGIC.to_vec();
         PROPOSALS.iter().for_each(|p| hello.extend_from_slice(p));
-        stream.get_mut().write_all(&hello).await?;
+        stream.write_all(&hello).await?;
         let mut chosen = [0u8; 4];
         stream.read_exact(&mut chosen).await?;
         let version = Version { major: chosen[3], minor: chosen[2] };
@@ -138,19 +143,39 @@ impl Connection {
         }
         let mut connection = Connection {
             stream,
+            input: Vec::with_capacity(READ_SIZE),
+            input_at: 0,
             out: Vec::with_capacity(512),
             message: Vec::with_capacity(1024),
             version,
-            state: State::Busy,
+            owed: 0,
+            needs_reset: false,
+            broken: false,
         };
         connection.log_in(&config.auth).await?;
         Ok(connection)
     }
 
-    /// Whether the last exchange completed, so that no answer of it is left
-    /// to read: only then may another read use this connection.
+    /// Whether another read may use this connection: its stream is whole
+    /// (no write was cut off midway, nothing broke). Answers still owed to a
+    /// dropped read are fine: the next exchange reads them first.
     pub fn is_reusable(&self) -> bool {
-        self.state != State::Busy
+        !self.broken
+    }
+
+    /// Whether answers of a dropped read are still to come.
+    pub fn owes_answers(&self) -> bool {
+        self.owed > 0
+    }
+
+    /// Writes `self.out` whole, or marks the connection broken: a write cut
+    /// off midway (its future dropped) leaves part of a request on the wire.
+    async fn send(&mut self, requests: usize) -> Result<(), BoltError> {
+        self.broken = true;
+        self.owed += requests;
+        self.stream.write_all(&self.out).await?;
+        self.broken = false;
+        Ok(())
     }
 
     /// HELLO, and LOGON from Bolt 5.1 on, written together.
@@ -181,7 +206,7 @@ impl Connection {
             write_auth(&mut self.out, auth);
             framer.end(&mut self.out);
         }
-        self.stream.get_mut().write_all(&self.out).await?;
+        self.send(1 + usize::from(logon)).await?;
         for _ in 0..1 + usize::from(logon) {
             match self.response().await? {
                 Response::Success => {}
@@ -189,20 +214,33 @@ impl Connection {
                 _ => return Err(BoltError::Protocol("no SUCCESS or FAILURE for the login".to_string())),
             }
         }
-        self.state = State::Ready;
         Ok(())
     }
 
     /// Runs `query` with `params` in an auto-commit transaction and returns
-    /// the fields of every record. RUN and PULL go in one write (RESET
-    /// before them if the last query failed), then the answers are read:
-    /// one round trip. On a FAILURE every answer is still read, so the
-    /// connection stays reusable (it is reset with the next query).
+    /// the fields of every record. First the answers still owed to a read
+    /// that was dropped are read and thrown away; then RUN and PULL go in one
+    /// write (RESET before them if a query failed), and their answers are
+    /// read: one round trip. On a FAILURE every answer is still read, so the
+    /// connection stays in step (it is reset with the next query). An I/O or
+    /// protocol error marks it broken.
     pub async fn run(&mut self, query: &str, params: &[(&str, Value)]) -> Result<Vec<Vec<Value>>, BoltError> {
-        if self.state == State::Busy {
-            return Err(BoltError::Protocol("a connection with unread answers was reused".to_string()));
+        if self.broken {
+            return Err(BoltError::Protocol("a broken connection was reused".to_string()));
         }
-        let reset = self.state == State::NeedsReset;
+        let answer = self.exchange(query, params).await;
+        if matches!(answer, Err(BoltError::Io(_) | BoltError::Protocol(_) | BoltError::Connect(_))) {
+            self.broken = true;
+        }
+        answer
+    }
+
+    async fn exchange(&mut self, query: &str, params: &[(&str, Value)]) -> Result<Vec<Vec<Value>>, BoltError> {
+        // A dropped read's answers: whatever they say, they are not this read's.
+        while self.owed > 0 {
+            self.response().await?;
+        }
+        let reset = self.needs_reset;
         self.out.clear();
         if reset {
             let framer = Framer::begin(&mut self.out);
@@ -225,10 +263,11 @@ impl Connection {
         write_string(&mut self.out, "n");
         write_int(&mut self.out, -1); // all records
         framer.end(&mut self.out);
-        // From here until the last answer is read the connection is Busy: if
-        // this future is dropped in between, the pool discards it.
-        self.state = State::Busy;
-        self.stream.get_mut().write_all(&self.out).await?;
+        // If this future is dropped from here on, the answers it leaves owed
+        // are read by the next exchange (or the connection is broken, if the
+        // write itself was cut off).
+        self.send(2 + usize::from(reset)).await?;
+        self.needs_reset = false;
 
         if reset {
             match self.response().await? {
@@ -251,35 +290,64 @@ impl Connection {
         };
         // Every answer is read: whatever they say, the stream is in step.
         match (run, pulled) {
-            (Response::Success, Response::Success) => {
-                self.state = State::Ready;
-                Ok(records)
-            }
+            (Response::Success, Response::Success) => Ok(records),
             (Response::Failure(failure), Response::Ignored)
-            | (Response::Success, Response::Failure(failure)) => {
-                self.state = State::NeedsReset;
-                Err(failure_of(&failure))
-            }
+            | (Response::Success, Response::Failure(failure)) => Err(failure_of(&failure)),
             (Response::Ignored, Response::Ignored) => {
-                self.state = State::NeedsReset;
+                self.needs_reset = true;
                 Err(BoltError::Protocol("the query was IGNORED".to_string()))
             }
             _ => Err(BoltError::Protocol("answers out of order for RUN and PULL".to_string())),
         }
     }
 
+    /// The next answer; a summary (SUCCESS, FAILURE, IGNORED) pays one owed,
+    /// and a FAILURE means the next exchange starts with RESET.
     async fn response(&mut self) -> Result<Response, BoltError> {
-        read_message(&mut self.stream, &mut self.message).await?;
+        self.next_message().await?;
         let mut decoder = Decoder::new(&self.message);
         let (tag, fields) = decoder.struct_header()?;
         let mut field = || if fields >= 1 { decoder.value() } else { Ok(Value::Null) };
-        Ok(match tag {
+        let response = match tag {
             SUCCESS => Response::Success,
             RECORD => Response::Record(field()?),
             IGNORED => Response::Ignored,
             FAILURE => Response::Failure(field()?),
             other => return Err(BoltError::Protocol(format!("unknown message {other:#04x}"))),
-        })
+        };
+        if !matches!(response, Response::Record(_)) {
+            self.owed = self.owed.checked_sub(1).ok_or_else(|| {
+                BoltError::Protocol("an answer came with no request waiting for it".to_string())
+            })?;
+        }
+        if matches!(response, Response::Failure(_)) {
+            self.needs_reset = true;
+        }
+        Ok(response)
+    }
+
+    /// Reads the next whole message into `self.message`. Cancel-safe: the
+    /// bytes come off the socket into `self.input` (tokio's `read_buf` reads
+    /// nothing if dropped) and a message leaves it only whole.
+    async fn next_message(&mut self) -> Result<(), BoltError> {
+        loop {
+            if let Some(used) = take_message(&self.input[self.input_at..], &mut self.message) {
+                self.input_at += used;
+                if self.input_at == self.input.len() {
+                    self.input.clear();
+                    self.input_at = 0;
+                }
+                return Ok(());
+            }
+            if self.input_at > 0 {
+                self.input.drain(..self.input_at);
+                self.input_at = 0;
+            }
+            self.input.reserve(READ_SIZE);
+            if self.stream.read_buf(&mut self.input).await? == 0 {
+                return Err(BoltError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+        }
     }
 }
 

@@ -12,17 +12,23 @@
 //! one write (RUN and PULL pipelined) and one round trip, a connection is
 //! reset only after a FAILURE, and the socket has TCP_NODELAY.
 //!
-//! **The rule that keeps answers right.** A connection returns to the pool
-//! only when its exchange completed; a read dropped mid-exchange closes its
-//! connection (`pool.rs`). Reusing such a connection made the next read
-//! take the stale answers for its own (404 for nodes that exist, in a
-//! shipped version: `tests/neo4j.rs::no_wrong_answer_while_clients_cut_requests_off`).
+//! **The rule that keeps answers right.** A connection counts the answers it
+//! is owed, and a read dropped mid-exchange leaves some owed: the next read
+//! on that connection reads them and throws them away before sending its own
+//! query (`connection.rs`; reading is cancel-safe, so a dropped read never
+//! leaves the stream mid-message). Reusing such a connection without that
+//! made the next read take the stale answers for its own (404 for nodes that
+//! exist, in a shipped version:
+//! `tests/neo4j.rs::no_wrong_answer_while_clients_cut_requests_off`). Until
+//! 2026-12-05 such a connection was closed instead, and every load cut off
+//! mid-request cost the next one up to 64 new connections (TCP, handshake,
+//! HELLO, LOGON) in its first second.
 //!
 //! Layout:
 //! - `packstream.rs` — the value format (encode into a buffer, decode a message);
 //! - `chunk.rs` — the message framing (chunks and end markers);
 //! - `error.rs` — [`BoltError`], by what it means for the connection;
-//! - `connection.rs` — handshake (Bolt 5.0–5.4, 4.4), login, RUN + PULL;
+//! - `connection.rs` — handshake (Bolt 5.0–5.4, 4.4), login, RUN + PULL, the answers owed;
 //! - `pool.rs` — a fixed number of connections, FIFO checkout, no reset on checkout.
 
 mod chunk;

@@ -1,11 +1,14 @@
 //! A fixed number of Bolt connections, opened on first use, lent one read at
 //! a time. Checkout waits in FIFO order for a permit of a Tokio semaphore
 //! (fair: no read starves under load), then takes an idle connection or
-//! opens one. Nothing is sent on checkout — no RESET, no ping: a connection
-//! goes back to the pool only when its exchange completed, so it is known to
-//! be in step; one whose read was dropped mid-exchange (the HTTP client went
-//! away, the timeout fired) still has answers coming, and is closed instead.
-//! The permit is then free and a later read opens a new connection.
+//! opens one. Nothing is sent on checkout — no RESET, no ping. A connection
+//! whose read was dropped mid-exchange (the HTTP client went away, the
+//! timeout fired) still has answers coming: it goes back to the pool all the
+//! same, behind the others, and the read that takes it next reads those
+//! answers first and throws them away (`connection.rs`), so it is never out
+//! of step and nothing has to be opened again. Only a broken one (a write cut
+//! off midway, an I/O or protocol error) is closed; its permit is then free
+//! and a later read opens a new connection.
 
 use std::sync::Mutex;
 
@@ -25,8 +28,8 @@ pub struct Pool {
     permits: Semaphore,
 }
 
-/// A connection lent by the pool. Dropped, it goes back to the pool if its
-/// last exchange completed, and is closed otherwise.
+/// A connection lent by the pool. Dropped, it goes back to the pool unless it
+/// is broken.
 pub struct Checkout<'a> {
     pool: &'a Pool,
     connection: Option<Connection>,
@@ -82,9 +85,16 @@ impl Checkout<'_> {
 impl Drop for Checkout<'_> {
     fn drop(&mut self) {
         // Back to the pool before the permit is released (fields drop after
-        // this), so the next waiter finds it.
+        // this), so the next waiter finds it. One still owed answers goes to
+        // the far end of the idle list (checkout takes from the near end): by
+        // the time it is taken again its answers have most likely arrived.
         if let Some(connection) = self.connection.take().filter(Connection::is_reusable) {
-            self.pool.idle.lock().expect("no panic while held").push(connection);
+            let mut idle = self.pool.idle.lock().expect("no panic while held");
+            if connection.owes_answers() {
+                idle.insert(0, connection);
+            } else {
+                idle.push(connection);
+            }
         }
     }
 }
@@ -210,19 +220,36 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_read_dropped_mid_exchange_closes_its_connection() {
+    async fn a_read_dropped_mid_exchange_leaves_its_answers_to_the_next_read_to_throw_away() {
         let (config, log) = fake_server().await;
         let pool = Pool::new(config, 1);
         read(&pool, "q", 1).await.unwrap();
         // Dropped while the server takes 300 ms: its answers are still coming.
         let cut = tokio::time::timeout(Duration::from_millis(50), read(&pool, "slow", 2)).await;
         assert!(cut.is_err());
-        // The next read must not see node 2's answers: a new connection.
+        // The next read, on the same connection, waits for node 2's answers,
+        // throws them away, and gets its own.
         assert_eq!(read(&pool, "q", 3).await.unwrap(), vec![vec![Value::Int(3)]]);
-        assert_eq!(tags_of(&log, 1), [0x01, 0x6A, 0x10, 0x3F], "a second connection answered");
-        tokio::time::sleep(Duration::from_millis(400)).await;
         assert_eq!(read(&pool, "q", 4).await.unwrap(), vec![vec![Value::Int(4)]]);
-        assert!(tags_of(&log, 2).is_empty(), "the second connection is reused");
+        assert_eq!(tags_of(&log, 0), [0x01, 0x6A, 0x10, 0x3F, 0x10, 0x3F, 0x10, 0x3F, 0x10, 0x3F]);
+        assert!(tags_of(&log, 1).is_empty(), "no second connection was opened");
+    }
+
+    #[tokio::test]
+    async fn reads_dropped_at_every_point_of_the_exchange_never_leave_a_wrong_answer() {
+        // Each read is cut off after a different delay, from before its write to after
+        // its answer; every read after it must get its own id, on the one connection.
+        let (config, log) = fake_server().await;
+        let pool = Pool::new(config, 1);
+        read(&pool, "q", -1).await.unwrap(); // opened before the cuts: a cut connect opens another
+        for (n, cut_us) in (0..40u64).map(|n| (n as i64, n * 25)).chain([(40, 0), (41, 1)]) {
+            let _ = tokio::time::timeout(Duration::from_micros(cut_us), read(&pool, "q", 1000 + n)).await;
+            assert_eq!(read(&pool, "q", n).await.unwrap(), vec![vec![Value::Int(n)]], "after a cut at {cut_us} µs");
+        }
+        // A failed query among cut ones: reset, and still in step.
+        let _ = tokio::time::timeout(Duration::from_micros(1), read(&pool, "fail", 0)).await;
+        assert_eq!(read(&pool, "q", 7).await.unwrap(), vec![vec![Value::Int(7)]]);
+        assert!(tags_of(&log, 1).is_empty(), "no second connection was opened");
     }
 
     #[tokio::test]
