@@ -235,7 +235,11 @@ impl Connection {
         answer
     }
 
-    async fn exchange(&mut self, query: &str, params: &[(&str, Value)]) -> Result<Vec<Vec<Value>>, BoltError> {
+    async fn exchange(
+        &mut self,
+        query: &str,
+        params: &[(&str, Value)],
+    ) -> Result<Vec<Vec<Value>>, BoltError> {
         // A dropped read's answers: whatever they say, they are not this read's.
         while self.owed > 0 {
             self.response().await?;

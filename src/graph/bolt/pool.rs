@@ -244,7 +244,11 @@ mod tests {
         read(&pool, "q", -1).await.unwrap(); // opened before the cuts: a cut connect opens another
         for (n, cut_us) in (0..40u64).map(|n| (n as i64, n * 25)).chain([(40, 0), (41, 1)]) {
             let _ = tokio::time::timeout(Duration::from_micros(cut_us), read(&pool, "q", 1000 + n)).await;
-            assert_eq!(read(&pool, "q", n).await.unwrap(), vec![vec![Value::Int(n)]], "after a cut at {cut_us} µs");
+            assert_eq!(
+                read(&pool, "q", n).await.unwrap(),
+                vec![vec![Value::Int(n)]],
+                "after a cut at {cut_us} µs"
+            );
         }
         // A failed query among cut ones: reset, and still in step.
         let _ = tokio::time::timeout(Duration::from_micros(1), read(&pool, "fail", 0)).await;
