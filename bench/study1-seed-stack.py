@@ -23,6 +23,9 @@ What it does, in one run (Python 3 standard library only):
     (`blocklab load --rate`, coordinated-omission-corrected p99) on /getDataAsync and
     /getDataAkkaAsync; then the seed's own client, `ab -k -c 200`, beside `blocklab load`
     on /test and /getDataAsync of both servers, alternating which goes first;
+ While one of them is measured (the ceiling client, a server), every other process the run
+    started is frozen (SIGSTOP) and thawed after: idle JVMs on the measured server's core
+    still wake, and made blocklab's CPU per /getDataAsync read ~45 µs where it is ~32 alone;
  6. prints medians over the rounds, then each goal of issue 25 as
     "figure, goal, met/not met"; --json FILE writes everything.
 
