@@ -163,14 +163,11 @@ class Stack:
                 self.signal_group(name, signal.SIGCONT)
 
     def stop_server(self, name):
+        # A frozen process would not act on SIGTERM until thawed.
+        self.signal_group(name, signal.SIGCONT)
         p = self.procs.pop(name, None)
         if p is None or p.poll() is not None:
             return
-        # A frozen process would not act on SIGTERM until thawed.
-        try:
-            os.killpg(p.pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
         p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=20)

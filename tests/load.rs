@@ -201,13 +201,6 @@ fn connections_in_stages_open_and_close_with_the_ramp() {
     // 0 → 4 connections over 2 s, 4 for 1 s, down to 0 over 1 s; each request takes ~5 ms.
     let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(5), Some(200))));
     let r = run(&["-k", "--connections", "4:2s,4:1s,0:1s", &server.url("/")]);
-    let open: Vec<u64> = r.timeline.iter().map(|s| s.connections).collect();
-    let done: Vec<u64> = r.timeline.iter().map(|s| s.requests).collect();
-    // At 1 s the level is 2; at 2 s and 3 s it is 4.
-    assert!((1..=3).contains(&open[0]), "connections open at each second's end {open:?}");
-    assert_eq!((open[1], open[2]), (4, 4), "connections open at each second's end {open:?}");
-    // Fewer connections, fewer requests: the first second (0 → 2) against the third (4).
-    assert!(done[0] * 2 < done[2], "requests per second {done:?}");
-    assert_eq!(r.stats.connections_opened, 4, "each connection opened once, kept alive while in the level");
+    common::assert_follows_the_four_connection_ramp(&r);
     assert_eq!(plan(&["--connections", "4:2s,4:1s,0:1s", "http://127.0.0.1:1/"]).connections, 4);
 }

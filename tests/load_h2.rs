@@ -194,13 +194,7 @@ fn h2_connections_in_stages_open_and_close_with_the_ramp() {
     let url = format!("http://{addr}/");
     let r = run(&["--h2", "--streams", "2", "--connections", "4:2s,4:1s,0:1s", &url]);
     assert_eq!(r.stats.error_total(), 0, "{:?}", r.stats.errors);
-    let open: Vec<u64> = r.timeline.iter().map(|s| s.connections).collect();
-    let done: Vec<u64> = r.timeline.iter().map(|s| s.requests).collect();
-    // At 1 s the level is 2; at 2 s and 3 s it is 4.
-    assert!((1..=3).contains(&open[0]), "connections open at each second's end {open:?}");
-    assert_eq!((open[1], open[2]), (4, 4), "connections open at each second's end {open:?}");
-    assert!(done[0] * 2 < done[2], "requests per second {done:?}");
-    assert_eq!(r.stats.connections_opened, 4, "each connection opened once, kept while in the level");
+    common::assert_follows_the_four_connection_ramp(&r);
     assert!(seen.lock().unwrap().most_open <= 8, "at most 4 connections x 2 streams");
 }
 

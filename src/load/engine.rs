@@ -299,12 +299,8 @@ async fn h2_connection_loop(
         if let Some(stages) = &plan.connection_stages
             && !stages.is_open(c, Instant::now() - t0)
         {
-            while !in_flight.is_empty() {
-                tokio::select! {
-                    biased;
-                    () = drive(&mut session) => {}
-                    Some(ended) = in_flight.next() => settle(ended, &mut unprocessed),
-                }
+            while let Some(ended) = next_ended(&mut session, &mut in_flight).await {
+                settle(ended, &mut unprocessed);
             }
             if session.take().is_some() {
                 stats.borrow_mut().disconnected();
@@ -331,19 +327,12 @@ async fn h2_connection_loop(
             }
         }
         let Some(request) = waiting.filter(|_| free) else {
-            // Every stream busy, or nothing more to send: wait for one to end. The
-            // connection's frames are read and written here too (biased: first, so that
-            // the requests just started go out before waiting).
-            if in_flight.is_empty() {
-                if done && unprocessed.is_empty() {
-                    break;
-                }
-                continue;
-            }
-            tokio::select! {
-                biased;
-                () = drive(&mut session) => {}
-                Some(ended) = in_flight.next() => settle(ended, &mut unprocessed),
+            // Every stream busy, or nothing more to send: wait for one to end, the
+            // connection's frames read and written meanwhile.
+            match next_ended(&mut session, &mut in_flight).await {
+                Some(ended) => settle(ended, &mut unprocessed),
+                None if done && unprocessed.is_empty() => break,
+                None => {}
             }
             continue;
         };
@@ -425,6 +414,24 @@ async fn drive(session: &mut Option<http2::Session>) {
         open.drive().await;
     }
     std::future::pending::<()>().await
+}
+
+/// `--h2`: the next of the streams in flight to end, with the connection's
+/// frames read and written meanwhile (biased: first, so that requests just
+/// started go out before the wait); `None` when none is in flight.
+async fn next_ended<F: Future<Output = Ended>>(
+    session: &mut Option<http2::Session>,
+    in_flight: &mut futures_util::stream::FuturesUnordered<F>,
+) -> Option<Ended> {
+    use futures_util::StreamExt;
+    if in_flight.is_empty() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        () = drive(session) => unreachable!("drive never returns"),
+        ended = in_flight.next() => ended,
+    }
 }
 
 /// `--h2`: a request taken from the schedule and not sent yet.

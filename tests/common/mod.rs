@@ -429,6 +429,19 @@ pub fn load_run(args: &[&str]) -> blocklab::load::RunResult {
     result
 }
 
+/// Checks a run of `--connections 4:2s,4:1s,0:1s` against its ramp: the
+/// connections open at each second's end (about 2 at 1 s, 4 at 2 s and 3 s),
+/// fewer requests in the first second than in the third, and each
+/// connection opened once (kept while in the level).
+pub fn assert_follows_the_four_connection_ramp(r: &blocklab::load::RunResult) {
+    let open: Vec<u64> = r.timeline.iter().map(|s| s.connections).collect();
+    let done: Vec<u64> = r.timeline.iter().map(|s| s.requests).collect();
+    assert!((1..=3).contains(&open[0]), "connections open at each second's end {open:?}");
+    assert_eq!((open[1], open[2]), (4, 4), "connections open at each second's end {open:?}");
+    assert!(done[0] * 2 < done[2], "requests per second {done:?}");
+    assert_eq!(r.stats.connections_opened, 4, "each connection opened once, kept alive while in the level");
+}
+
 /// How many errors of `kind` a run counted.
 pub fn load_errors(result: &blocklab::load::RunResult, kind: blocklab::load::ErrorKind) -> u64 {
     result.stats.errors[kind.index()]

@@ -122,14 +122,13 @@ impl Connection {
     /// machine, and that is a slow read, not an unreachable database.
     pub async fn open(config: &ConnectConfig) -> Result<Connection, BoltError> {
         let connect = TcpStream::connect((config.host.as_str(), config.port));
-        let stream = tokio::time::timeout(config.connect_timeout, connect)
+        let mut stream = tokio::time::timeout(config.connect_timeout, connect)
             .await
             .map_err(|_| BoltError::Connect(format!("no connection within {:?}", config.connect_timeout)))?
             .map_err(|e| BoltError::Connect(e.to_string()))?;
         // Every request is one write of whole messages and each waits for
         // its answer: Nagle's algorithm would only delay them.
         stream.set_nodelay(true)?;
-        let mut stream = stream;
         let mut hello = MAGIC.to_vec();
         PROPOSALS.iter().for_each(|p| hello.extend_from_slice(p));
         stream.write_all(&hello).await?;
