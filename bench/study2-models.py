@@ -10,7 +10,8 @@ OS threads:
   +N idle       N keep-alive connections open, no request
   +N in flight  a /delay?ms=60000 sent on each of them
 and prints bytes per idle connection and per connection with a request in
-flight. Per thread: `pool --threads 1` against `pool --threads 1001`, idle.
+flight, the latter split into what the kernel charged for its own objects
+(memory.kmem.usage_in_bytes: sockets, epoll items) and the rest (user space). Per thread: `pool --threads 1` against `pool --threads 1001`, idle.
 
 Part `concurrent` (every model, and the JVM peers when built): N connections
 opened first, then one /delay (5 s) sent on each at the same moment, as N
@@ -24,6 +25,7 @@ the ones that compare.
     bench/study2-models.py                       # both parts, N=1000
     bench/study2-models.py --part memory -n 2000
     bench/study2-models.py --part concurrent --targets lean,tomcat
+    bench/study2-models.py --part memory -n 5000 --targets lean --before OLD/blocklab
 """
 
 import argparse
@@ -73,6 +75,14 @@ class Cgroup:
     def peak(self):
         return int(self.read("memory.max_usage_in_bytes"))
 
+    def kernel(self):
+        """What the kernel charged for its own objects (sockets, epoll items,
+        task structs): memory.kmem.usage_in_bytes, 0 where not accounted."""
+        try:
+            return int(self.read("memory.kmem.usage_in_bytes"))
+        except (OSError, ValueError):
+            return 0
+
     def cache(self):
         for line in self.read("memory.stat").splitlines():
             name, value = line.split()
@@ -99,16 +109,16 @@ class Cgroup:
                 time.sleep(0.1)
 
 
-def command_for(target, extra):
+def command_for(target, extra, binary=BLOCKLAB):
     if target in RUST_MODELS:
-        return [BLOCKLAB, "serve", "--listen", "127.0.0.1:0", "--model", target, "--nodes", "100"] + extra
+        return [binary, "serve", "--listen", "127.0.0.1:0", "--model", target, "--nodes", "100"] + extra
     return [PEERS, "run", target, "--listen", "127.0.0.1:0"]
 
 
 class Server:
-    def __init__(self, target, cpu, extra=()):
+    def __init__(self, target, cpu, extra=(), binary=BLOCKLAB):
         self.cgroup = Cgroup(target)
-        cmd = ["taskset", "-c", str(cpu)] + command_for(target, list(extra))
+        cmd = ["taskset", "-c", str(cpu)] + command_for(target, list(extra), binary)
         env = dict(os.environ, RUST_LOG="warn")
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
@@ -169,23 +179,26 @@ def settle(cgroup, seconds=1.0):
 
 def memory_part(args):
     print(f"\n## Memory per connection and per thread (N = {args.n}; cgroup v1 usage_in_bytes less page cache)\n")
-    print("| model | idle MiB | threads idle | B per idle conn | B per conn in flight | threads in flight |")
-    print("|---|---|---|---|---|---|")
-    for model in RUST_MODELS:
+    print("| model | idle MiB | threads idle | B per idle conn | B per conn in flight | of which kernel | of which user space | threads in flight |")
+    print("|---|---|---|---|---|---|---|---|")
+    builds = [("", BLOCKLAB)] + ([(" (before)", args.before)] if args.before else [])
+    for model, (label, binary) in [(m, b) for m in RUST_MODELS if m in args.targets for b in builds]:
         extra = ["--workers", "1"]
         if model == "pool":
             extra += ["--threads", str(args.n + 10)]
-        server = Server(model, args.server_cpu, extra)
+        server = Server(model, args.server_cpu, extra, binary)
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
             idle = settle(server.cgroup)
+            kernel_idle = server.cgroup.kernel()
             threads_idle = server.threads()
             conns = loop.run_until_complete(open_connections(server.host, server.port, args.n))
             with_conns = settle(server.cgroup)
             tasks = [loop.create_task(request(c, "/delay?ms=60000")) for c in conns]
             loop.run_until_complete(asyncio.sleep(2.0))
             in_flight = settle(server.cgroup)
+            kernel_flight = (server.cgroup.kernel() - kernel_idle) / args.n
             threads_busy = server.threads()
             for t in tasks:
                 t.cancel()
@@ -194,10 +207,13 @@ def memory_part(args):
                 w.close()
             per_idle = (with_conns - idle) / args.n
             per_flight = (in_flight - idle) / args.n
-            print(f"| {model} | {idle / 2**20:.1f} | {threads_idle} | {per_idle:,.0f} | {per_flight:,.0f} | {threads_busy} |")
+            print(f"| {model}{label} | {idle / 2**20:.1f} | {threads_idle} | {per_idle:,.0f} | {per_flight:,.0f} | "
+                  f"{kernel_flight:,.0f} | {per_flight - kernel_flight:,.0f} | {threads_busy} |")
         finally:
             loop.close()
             server.close()
+    if "pool" not in args.targets:
+        return
     one = Server("pool", args.server_cpu, ["--workers", "1", "--threads", "1"])
     small = settle(one.cgroup, 2.0)
     one.close()
@@ -263,6 +279,9 @@ def main():
     p.add_argument("--timeout", type=float, default=120.0, help="per request, seconds")
     p.add_argument("--server-cpu", type=int, default=1)
     p.add_argument("--client-cpu", type=int, default=0)
+    p.add_argument("--before", metavar="BINARY",
+                   help="part memory: also measure each Rust model under this blocklab binary, "
+                        "side by side in the same run")
     args = p.parse_args()
     args.targets = args.targets.split(",")
     if not os.path.exists(BLOCKLAB):

@@ -174,3 +174,66 @@ fn arbitrary_bytes_never_break(server: Listening) {
     });
     result.unwrap();
 }
+
+/// The `http` runtime's tasks alive now, and `/delay` requests in flight,
+/// read from `/metrics` (whose own connection is one of the tasks).
+fn tasks_and_delays(addr: SocketAddr) -> (f64, f64) {
+    let text =
+        raw_exchange(addr, b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", Duration::from_secs(10));
+    (
+        common::metric(&text, "tokio_alive_tasks{runtime=\"http\"}"),
+        common::metric(&text, "blocklab_http_requests_in_flight{endpoint=\"/delay\"}"),
+    )
+}
+
+/// Reads from `stream` until what came ends with `end`.
+fn read_until(stream: &mut TcpStream, end: &str) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.ends_with(end.as_bytes()) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Under lean an idle connection and a `/delay` waiting out its time hold
+/// no task: 300 of each leave the runtime's task count where it was, and
+/// each is answered in time and goes on serving its connection.
+#[test]
+fn idle_connections_and_waiting_delays_hold_no_task() {
+    const N: usize = 300;
+    let server = lean();
+    let (base, _) = tasks_and_delays(server.addr);
+    let mut conns: Vec<TcpStream> = (0..N).map(|_| TcpStream::connect(server.addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (idle, _) = tasks_and_delays(server.addr);
+    assert!(idle <= base + 5.0, "{N} idle connections: {base} tasks became {idle}");
+    let sent = std::time::Instant::now();
+    for conn in &mut conns {
+        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        conn.write_all(b"GET /delay?ms=1500 HTTP/1.1\r\n\r\n").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (waiting, delays) = tasks_and_delays(server.addr);
+    assert_eq!(delays, N as f64, "not every /delay was in flight");
+    assert!(waiting <= base + 5.0, "{N} waiting /delay requests: {base} tasks became {waiting}");
+    for conn in &mut conns {
+        let got = read_until(conn, r#"{"success":true}"#);
+        assert!(got.starts_with("HTTP/1.1 200 OK") && got.ends_with(r#"{"success":true}"#), "{got:?}");
+    }
+    assert!(sent.elapsed() >= Duration::from_millis(1500), "answered before the wait");
+    // Back in the idle lot, each connection answers its next request.
+    for conn in &mut conns {
+        conn.write_all(b"GET /test HTTP/1.1\r\n\r\n").unwrap();
+        assert!(read_until(conn, "works").ends_with("works"));
+    }
+    let (after, delays) = tasks_and_delays(server.addr);
+    assert_eq!(delays, 0.0);
+    // Served connections may keep their task until they go quiet.
+    assert!(after <= base + N as f64 + 5.0, "{after} tasks after");
+    drop(conns);
+    still_serves(server.addr);
+}

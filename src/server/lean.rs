@@ -3,8 +3,12 @@
 //!
 //! One tokio task per connection, holding only its socket, its ticket under
 //! `--max-connections` and, only while a request is incomplete or pipelined
-//! requests wait behind one being answered, the bytes of those requests. An
-//! idle connection holds no buffer: when its socket turns readable, the bytes
+//! requests wait behind one being answered, the bytes of those requests. A
+//! `/delay` request waits in no task at all: its connection leaves the
+//! reactor and its task ends, leaving one entry (socket, ticket, request
+//! timer, deadline) in a heap that one task sleeps on ([`Parking`]); when
+//! the wait is over the socket is registered again and a new task answers
+//! and carries on with the connection. An idle connection holds no buffer: when its socket turns readable, the bytes
 //! are read into a scratch buffer of the worker thread and parsed there with
 //! `httparse` and the HTTP/1.1 rules the load generator shares
 //! ([`crate::http1`]). Responses are pre-encoded at start; only the `Date`
@@ -43,7 +47,10 @@ use super::data;
 use super::delay;
 use super::endpoint::Endpoint;
 use super::error::AppError;
+use super::idle::IdleLot;
+use super::metrics::RequestTimer;
 use super::observe::SERVER_HEADER;
+use super::parking::Parking;
 use super::state::AppState;
 use crate::http1;
 
@@ -77,17 +84,24 @@ struct Shared {
     json: Vec<u8>,
     /// How long a started request head may take to arrive in full.
     head_timeout: Duration,
+    /// Where `/delay` requests wait.
+    parking: Parking<Parked>,
+    /// Where idle connections wait for their next request.
+    idle: IdleLot<Idle>,
 }
 
 impl LeanServer {
     /// A server for `config` over `state` (built for the lean model, with
     /// the probe of the runtime its tasks run on).
-    pub fn new(config: &ServeConfig, state: AppState) -> LeanServer {
+    pub fn new(config: &ServeConfig, state: AppState) -> std::io::Result<LeanServer> {
         let admission = Admission::new(config.max_connections, state.metrics().clone());
         let test = prelude(200, "text/plain; charset=utf-8", "");
         let json = prelude(200, "application/json", "");
         let head_timeout = config.header_timeout;
-        LeanServer { shared: Arc::new(Shared { state, admission, test, json, head_timeout }) }
+        let (parking, idle) = (Parking::new(), IdleLot::new()?);
+        Ok(LeanServer {
+            shared: Arc::new(Shared { state, admission, test, json, head_timeout, parking, idle }),
+        })
     }
 
     /// Serves `listener` until `shutdown` resolves, then stops accepting,
@@ -95,14 +109,32 @@ impl LeanServer {
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()>, grace: Duration) {
         let (stop, stopped) = watch::channel(false);
         let shared = &self.shared;
+        let resumer = tokio::spawn(resume_parked(shared.clone(), stopped.clone()));
+        let waker = tokio::spawn(wake_idle(shared.clone(), stopped.clone()));
+        tracing::info!(
+            bytes = IdleLot::<Idle>::SLOT_BYTES,
+            "lean: each idle connection holds, outside any task, a slot of"
+        );
+        tracing::info!(
+            bytes = Parking::<Parked>::ENTRY_BYTES,
+            "lean: each waiting /delay request holds, outside any task, an entry of"
+        );
+        let mut told_size = false;
         shared
             .admission
             .accept_until(&listener, shutdown, |stream, _peer, ticket| {
-                let task = connection(stream, shared.clone(), stopped.clone(), ticket);
-                if shared.state.metrics().connections_accepted.load(std::sync::atomic::Ordering::Relaxed) == 1
-                {
-                    // What one connection holds in user space, besides its socket's
-                    // registration: this future, inside tokio's task cell.
+                // A client that has sent nothing yet waits in the idle lot,
+                // not in a task of its own.
+                if !has_bytes(&stream) {
+                    hold_idle(shared, stream, ticket);
+                    return;
+                }
+                let task = connection(stream, shared.clone(), stopped.clone(), ticket, None);
+                if !told_size {
+                    // What a connection being served holds in user space,
+                    // besides its socket's registration: this future, inside
+                    // tokio's task cell.
+                    told_size = true;
                     tracing::info!(
                         bytes = std::mem::size_of_val(&task),
                         "lean: each connection's task holds a future of"
@@ -113,15 +145,21 @@ impl LeanServer {
             .await;
         drop(listener);
         stop.send_replace(true);
+        // Idle connections close now; a connection that comes back from a
+        // `/delay` answers it and closes.
+        waker.abort();
+        shared.idle.close_all();
         tracing::info!("stopped accepting; waiting for open requests");
         let deadline = Instant::now() + grace;
         while shared.state.metrics().connections_open.get() > 0 {
             if Instant::now() >= deadline {
                 tracing::warn!(?grace, "requests still open after the grace period; stopping anyway");
+                resumer.abort();
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        resumer.abort();
         tracing::info!("all connections closed");
     }
 }
@@ -295,19 +333,126 @@ enum Input {
     Malformed(u16, String),
 }
 
-/// Serves one connection until it closes.
+/// A `/delay` request waiting out its time in the [`Parking`] lot: the
+/// connection, out of the reactor, and what its answer needs.
+struct Parked {
+    stream: std::net::TcpStream,
+    ticket: Ticket,
+    /// Pipelined requests behind this one (usually none, unallocated).
+    pending: Vec<u8>,
+    timer: RequestTimer,
+    reply: Reply,
+}
+
+/// A connection whose `/delay` wait is over, as its new task starts: the
+/// answer is due first. Boxed, so that a new connection's task (which has
+/// none) does not carry its size.
+struct Waited {
+    timer: RequestTimer,
+    reply: Reply,
+    pending: Vec<u8>,
+}
+
+/// Hands each parked connection whose wait is over back to a task of its
+/// own, to answer and go on. Runs as long as the server's runtime.
+async fn resume_parked(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let parking = shared.parking.clone();
+    parking
+        .run(|parked: Parked| {
+            let Parked { stream, ticket, pending, timer, reply } = parked;
+            // Back into the reactor; a socket it refuses counts as a request
+            // cancelled (the timer's drop) and a connection closed (the ticket's).
+            match TcpStream::from_std(stream) {
+                Ok(stream) => {
+                    let waited = Some(Box::new(Waited { timer, reply, pending }));
+                    tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket, waited));
+                }
+                Err(e) => tracing::warn!(error = %e, "lean: a parked connection could not resume"),
+            }
+        })
+        .await;
+}
+
+/// An idle connection in the [`IdleLot`]: its socket, out of tokio's
+/// reactor, and its place under `--max-connections`.
+struct Idle {
+    stream: std::net::TcpStream,
+    ticket: Ticket,
+}
+
+impl std::os::fd::AsRawFd for Idle {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.stream.as_raw_fd()
+    }
+}
+
+/// Whether the client has sent bytes (or closed) that wait to be read: one
+/// `recv` with `MSG_PEEK`, which takes nothing off the socket.
+fn has_bytes(stream: &TcpStream) -> bool {
+    let mut byte = [std::mem::MaybeUninit::uninit()];
+    match socket2::SockRef::from(stream).peek(&mut byte) {
+        Ok(_) => true,
+        // Nothing yet; an error shows itself to the connection's first read.
+        Err(e) => e.kind() != ErrorKind::WouldBlock,
+    }
+}
+
+/// Puts a connection with nothing to read into the idle lot, out of tokio's
+/// reactor; when the lot will not take it (the server is stopping) the
+/// connection closes.
+fn hold_idle(shared: &Shared, stream: TcpStream, ticket: Ticket) {
+    if let Ok(stream) = stream.into_std() {
+        // Dropped when refused: the socket closes and the ticket goes.
+        let _ = shared.idle.hold(Idle { stream, ticket });
+    }
+}
+
+/// Hands each idle connection that turned readable back to a task of its
+/// own. Runs as long as the server accepts.
+async fn wake_idle(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let woken = shared.clone();
+    let ran = woken
+        .idle
+        .run(|Idle { stream, ticket }| match TcpStream::from_std(stream) {
+            Ok(stream) => {
+                tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket, None));
+            }
+            Err(e) => tracing::warn!(error = %e, "lean: an idle connection could not resume"),
+        })
+        .await;
+    if let Err(e) = ran {
+        tracing::error!(error = %e, "lean: the idle connections' epoll set failed");
+    }
+}
+
+/// Serves one connection until it closes or parks for a `/delay`; `waited`:
+/// the connection comes back from a `/delay`, whose answer is due first.
 async fn connection(
     mut stream: TcpStream,
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
     ticket: Ticket,
+    waited: Option<Box<Waited>>,
 ) {
     let metrics = shared.state.metrics();
     let nodes = shared.state.nodes();
     // Bytes of an incomplete head or of pipelined requests; empty (and
     // unallocated) whenever the connection is idle.
     let mut pending = Vec::new();
-    loop {
+    let mut go_on = true;
+    if let Some(waited) = waited {
+        let Waited { timer, mut reply, pending: behind } = *waited;
+        pending = behind;
+        reply.keep_alive &= !*stopped.borrow();
+        let sent = send(&mut stream, &shared.json, delay::BODY.as_bytes(), reply).await;
+        go_on = answered(timer, reply, 200, sent);
+        if go_on && pending.is_empty() {
+            // Its next request waits in the idle lot, not in this task.
+            hold_idle(&shared, stream, ticket);
+            return;
+        }
+    }
+    while go_on {
         let request =
             match next_request(&mut stream, &mut pending, &mut stopped, shared.head_timeout, nodes).await {
                 Input::Request(request) => request,
@@ -320,32 +465,42 @@ async fn connection(
                 }
             };
         let timer = metrics.start(request.endpoint);
-        let mut reply = Reply::to(&request, *stopped.borrow());
+        let reply = Reply::to(&request, *stopped.borrow());
         let (status, sent) = match request.action {
             Action::Test => (200, send(&mut stream, &shared.test, b"works", reply).await),
-            Action::Delay(wait) => {
-                tokio::time::sleep(wait).await;
-                reply.keep_alive &= !*stopped.borrow();
-                (200, send(&mut stream, &shared.json, delay::BODY.as_bytes(), reply).await)
+            Action::Delay(wait) if !wait.is_zero() => {
+                // Out of the reactor and out of any task until the wait is
+                // over: what a waiting request holds is its entry in the lot.
+                // A socket the reactor will not give back is a connection
+                // lost (the timer's drop counts the request cancelled).
+                if let Ok(stream) = stream.into_std() {
+                    let due = Instant::now() + wait;
+                    shared.parking.park(due, Parked { stream, ticket, pending, timer, reply });
+                }
+                return;
             }
             // Boxed, every other answer: their futures (a database read, the
-            // metrics text, an error body) are larger than a /delay's, and
-            // inline they would size every connection's task (its memory while
-            // it waits), not only theirs.
+            // metrics text, an error body) are larger than the rest of the
+            // connection's, and inline they would size every connection's
+            // task (its memory while it waits), not only theirs.
             action => Box::pin(answer(&mut stream, &shared, action, reply)).await,
         };
-        if sent.is_err() {
-            // The client went away; the request counts as cancelled.
-            drop(timer);
-            break;
-        }
-        timer.finish(status);
-        if !reply.keep_alive {
-            break;
-        }
+        go_on = answered(timer, reply, status, sent);
     }
     let _ = stream.shutdown().await;
     drop(ticket);
+}
+
+/// Counts an answer sent (or a request cancelled, when the client went
+/// away); whether the connection goes on.
+fn answered(timer: RequestTimer, reply: Reply, status: u16, sent: std::io::Result<()>) -> bool {
+    if sent.is_err() {
+        // The client went away; the request counts as cancelled.
+        drop(timer);
+        return false;
+    }
+    timer.finish(status);
+    reply.keep_alive
 }
 
 /// Answers a request for `/metrics`, a data endpoint or an error (whose
@@ -372,7 +527,8 @@ async fn answer(
             }
         }
         Action::Refuse(status, message) => (status, send_error(stream, status, &message, reply).await),
-        // Answered in the connection's task; here for completeness only.
+        // Answered in the connection's task; here for completeness only
+        // (and for `/delay?ms=0`, which does not wait).
         Action::Test => (200, send(stream, &shared.test, b"works", reply).await),
         Action::Delay(wait) => {
             tokio::time::sleep(wait).await;

@@ -22,10 +22,12 @@ pub mod endpoint;
 pub mod error;
 pub mod exposition;
 mod handlers;
+pub mod idle;
 pub mod lean;
 pub mod metrics;
 pub mod model;
 pub mod observe;
+pub mod parking;
 pub mod request_threads;
 pub mod runtime;
 pub mod state;
@@ -164,7 +166,7 @@ pub async fn run(
     );
     let state = build_state(config, backend, Some(http)).await?;
     if config.model == Model::Lean {
-        let server = lean::LeanServer::new(config, state);
+        let server = lean::LeanServer::new(config, state).context("creating the lean server's epoll set")?;
         ready();
         server.serve(listener, shutdown, config.shutdown_grace).await;
         return Ok(());

@@ -108,7 +108,8 @@ pub fn render_runtimes(w: &mut String, probes: &[&RuntimeProbe]) {
         w,
         "tokio_alive_tasks",
         "gauge",
-        "Tasks spawned and not yet finished: about one per open connection on the http runtime, \
+        "Tasks spawned and not yet finished: about one per open connection on the http runtime \
+         (under lean, one per connection being served: idle connections and waiting /delay requests hold none), \
          plus the actors and their reads on the actors runtime.",
     );
     for (rt, m, _) in &metrics {

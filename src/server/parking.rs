@@ -1,0 +1,207 @@
+//! Where the lean server's `/delay` requests wait: not in a task each, but
+//! as one entry each in a heap ordered by deadline, behind one task that
+//! sleeps until the earliest and hands each entry back when its time comes —
+//! the timer tree of an event loop such as nginx's.
+//!
+//! A task per waiting request costs its whole future in tokio's task cell
+//! (768 B for lean's connection) and, with its socket still registered, the
+//! reactor's state for the socket; what a waiting request needs is its
+//! deadline and what it will answer with. [`Parking`] holds exactly that.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+/// At most this many items are handed back before the lot's task lets the
+/// tasks it started run.
+const BATCH: usize = 256;
+
+/// Items waiting for their deadline; clones share one heap.
+pub struct Parking<T> {
+    shared: Arc<Lot<T>>,
+}
+
+impl<T> Clone for Parking<T> {
+    fn clone(&self) -> Self {
+        Parking { shared: self.shared.clone() }
+    }
+}
+
+struct Lot<T> {
+    heap: Mutex<BinaryHeap<Reverse<Entry<T>>>>,
+    /// Told when an entry becomes the earliest, so the sleeper wakes for it.
+    earlier: Notify,
+}
+
+/// One waiting item and when it is due.
+pub struct Entry<T> {
+    due: Instant,
+    item: T,
+}
+
+impl<T> PartialEq for Entry<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.due == other.due
+    }
+}
+
+impl<T> Eq for Entry<T> {}
+
+impl<T> PartialOrd for Entry<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for Entry<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.due.cmp(&other.due)
+    }
+}
+
+impl<T> Default for Parking<T> {
+    fn default() -> Self {
+        Parking { shared: Arc::new(Lot { heap: Mutex::new(BinaryHeap::new()), earlier: Notify::new() }) }
+    }
+}
+
+impl<T> Parking<T> {
+    /// An empty lot.
+    pub fn new() -> Parking<T> {
+        Parking::default()
+    }
+
+    /// What each waiting item costs in the heap, in bytes (the heap's
+    /// spare capacity aside).
+    pub const ENTRY_BYTES: usize = std::mem::size_of::<Reverse<Entry<T>>>();
+
+    /// Leaves `item` until `due`.
+    pub fn park(&self, due: Instant, item: T) {
+        let mut heap = self.shared.heap.lock().unwrap_or_else(PoisonError::into_inner);
+        let earliest = heap.peek().is_none_or(|Reverse(first)| due < first.due);
+        heap.push(Reverse(Entry { due, item }));
+        drop(heap);
+        if earliest {
+            // Stored as a permit when the sleeper is not waiting yet, so the
+            // wake-up is never lost.
+            self.shared.earlier.notify_one();
+        }
+    }
+
+    /// How many items wait.
+    pub fn len(&self) -> usize {
+        self.shared.heap.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Hands each item to `due` once its time has come, in order of
+    /// deadline; runs for as long as its task is polled (one such task per lot).
+    pub async fn run(&self, mut due: impl FnMut(T)) {
+        loop {
+            let next = self.take_due(&mut due);
+            if next.is_some_and(|at| at <= Instant::now()) {
+                // More are due than one batch: let the tasks just started
+                // run first, so a burst never holds a task each at once.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at.into()) => {}
+                        () = self.shared.earlier.notified() => {}
+                    }
+                }
+                None => self.shared.earlier.notified().await,
+            }
+        }
+    }
+
+    /// Takes every item that is due and gives it to `due`; returns the next
+    /// deadline.
+    fn take_due(&self, due: &mut impl FnMut(T)) -> Option<Instant> {
+        let now = Instant::now();
+        let mut ready = Vec::new();
+        let next = {
+            let mut heap = self.shared.heap.lock().unwrap_or_else(PoisonError::into_inner);
+            while ready.len() < BATCH && heap.peek().is_some_and(|Reverse(first)| first.due <= now) {
+                if let Some(Reverse(entry)) = heap.pop() {
+                    ready.push(entry.item);
+                }
+            }
+            // After a burst, give the memory back (a quarter full at most).
+            if heap.capacity() > 1024 && heap.len() < heap.capacity() / 4 {
+                let keep = heap.len() * 2;
+                heap.shrink_to(keep);
+            }
+            heap.peek().map(|Reverse(first)| first.due)
+        };
+        // Outside the lock: handing an item back may start a task.
+        ready.into_iter().for_each(due);
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test(start_paused = true)]
+    async fn items_come_back_at_their_deadlines_in_order() {
+        let lot = Parking::new();
+        let start = Instant::now();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let runner = lot.clone();
+        tokio::spawn(async move { runner.run(|item: u32| tx.send((item, Instant::now())).unwrap()).await });
+        for (item, ms) in [(3, 300), (1, 100), (2, 200)] {
+            lot.park(start + Duration::from_millis(ms), item);
+        }
+        assert_eq!(lot.len(), 3);
+        for expected in 1..=3 {
+            let (item, at) = rx.recv().await.unwrap();
+            assert_eq!(item, expected);
+            assert!(at >= start + Duration::from_millis(100 * u64::from(expected)));
+        }
+        assert!(lot.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_earlier_item_parked_while_the_lot_sleeps_is_not_late() {
+        let lot = Parking::new();
+        let start = Instant::now();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let runner = lot.clone();
+        tokio::spawn(async move { runner.run(|item: u32| tx.send((item, Instant::now())).unwrap()).await });
+        lot.park(start + Duration::from_secs(60), 60);
+        // Let the runner go to sleep until the one minute deadline.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        lot.park(start + Duration::from_millis(50), 1);
+        let (item, at) = rx.recv().await.unwrap();
+        assert_eq!(item, 1);
+        assert!(at < start + Duration::from_secs(1), "the earlier item came at {:?}", at - start);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_gives_its_memory_back() {
+        let lot = Parking::new();
+        let now = Instant::now();
+        for i in 0..10_000u32 {
+            lot.park(now, i);
+        }
+        let mut got = 0;
+        while got < 10_000 {
+            let before = got;
+            lot.take_due(&mut |_| got += 1);
+            assert!(got - before <= BATCH, "{} handed back at once", got - before);
+        }
+        assert!(lot.shared.heap.lock().unwrap().capacity() <= 1024);
+    }
+}
