@@ -58,6 +58,17 @@ fn keep_alive_makes_one_handshake_per_connection_and_each_request_one_without() 
         load::report::text(&plan(&["-c", "4", "-n", "200", "--cacert", cacert, &url]), &closed, &report);
     assert!(text.contains(&format!("TLS handshakes:         200 ({} resumed)", s.resumed)), "{text}");
 
+    // A connection that resumes gets a ticket back for its next handshake, so past the first
+    // handshake of each connection every one resumes: at most one full handshake per
+    // connection (a cache of 8 tickets for 50 connections made 51 to 111 here).
+    let many = run(&["-c", "50", "-n", "1000", "--cacert", cacert, &url]);
+    assert_eq!(many.stats.ok, 1000);
+    assert!(
+        many.stats.resumed >= 950,
+        "{} of 1000 handshakes resumed over 50 connections",
+        many.stats.resumed
+    );
+
     // --insecure needs no roots; the name is the URL's (localhost is in the certificate).
     let insecure = run(&["-k", "-c", "1", "-n", "10", "--insecure", &nginx.url("localhost")]);
     assert_eq!(insecure.stats.ok, 10);

@@ -202,7 +202,8 @@ impl LoadPlan {
     /// [`LoadPlan::new`], an `https://` URL trusting `trust`.
     pub fn trusting(url: &str, connections: usize, stop: Stop, trust: &Trust) -> Result<LoadPlan, String> {
         let target = Target::parse(url)?;
-        let tls = if target.https { Some(TlsClient::new(&target.hostname, trust)?) } else { None };
+        let tls =
+            if target.https { Some(TlsClient::new(&target.hostname, trust, connections)?) } else { None };
         Ok(LoadPlan {
             target,
             method: hyper::Method::GET,
