@@ -69,7 +69,8 @@ SAME_HEAD_AS_WRK = ["-H", "User-Agent:"]
 
 def add_run_options(parser):
     """The options the side-by-side scripts share: rounds, their length, connections, the two
-    CPUs, and --blocklab, --before and --with-user-agent (which blocklab runs: see `builds`)."""
+    CPUs, and --blocklab, --before, --with-user-agent and --busy-poll (which blocklab runs: see
+    `builds`)."""
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("-c", "--connections", type=int, default=100)
@@ -80,6 +81,9 @@ def add_run_options(parser):
                         help="another blocklab build (before a change), run as 'blocklab-before' in the same rounds")
     parser.add_argument("--with-user-agent", action="store_true",
                         help="also run blocklab with its default User-Agent, as 'blocklab+UA', in the same rounds")
+    parser.add_argument("--busy-poll", action="store_true",
+                        help="also run blocklab with --busy-poll (its thread never sleeps, as wrk's at full rate), "
+                             "as 'blocklab+busy', in the same rounds")
 
 
 def nginx_binary():
@@ -100,6 +104,8 @@ def builds(args):
         found.append(("blocklab-before", args.before, SAME_HEAD_AS_WRK))
     if args.with_user_agent:
         found.append(("blocklab+UA", args.blocklab, []))
+    if getattr(args, "busy_poll", False):
+        found.append(("blocklab+busy", args.blocklab, SAME_HEAD_AS_WRK + ["--busy-poll"]))
     return found
 
 

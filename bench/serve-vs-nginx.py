@@ -20,6 +20,11 @@ The embedded database is read the default way (its property index; pass
 --embedded-read cypher for the Cypher path). Extra rows: `blocklab load` as
 the client against nginx and /test (a check that the ratio is not wrk's alone).
 
+--pipeline N has wrk write N requests at a time on each connection: wrk's
+cost per request falls well below the servers', so the servers set the rate
+(without it, wrk on its one core is the limit near 200,000 requests/s here).
+Both nginx and blocklab answer pipelined requests in order.
+
 --before BINARY adds another build of blocklab (say, main before a change)
 as more targets in the same rounds, and prints after ÷ before.
 
@@ -37,6 +42,7 @@ and valgrind for --instructions, and says so when they are missing.
     bench/serve-vs-nginx.py                      # 5 rounds of 5 s
     bench/serve-vs-nginx.py --rounds 3 --seconds 3
     bench/serve-vs-nginx.py --before /tmp/blocklab-main --instructions
+    bench/serve-vs-nginx.py --pipeline 16 --no-blocklab-load   # the servers set the rate
 """
 
 import argparse
@@ -77,8 +83,22 @@ def start_blocklab(cpu, model, nodes, binary=BLOCKLAB):
     return proc, port
 
 
+PIPELINE = []
+
+
+def pipeline_script(tmp, depth):
+    """A wrk script that writes `depth` requests at a time on each connection
+    (HTTP/1.1 pipelining), so the client's cost per request falls below the
+    server's."""
+    path = os.path.join(tmp, f"pipeline-{depth}.lua")
+    with open(path, "w") as f:
+        f.write(f"init = function(args)\n  batch = string.rep(wrk.format(), {depth})\nend\n"
+                "request = function()\n  return batch\nend\n")
+    return path
+
+
 def run_wrk(url, cpu, conns, seconds):
-    out = subprocess.run(["taskset", "-c", str(cpu), "wrk", "-t1", f"-c{conns}", f"-d{seconds}s", url],
+    out = subprocess.run(["taskset", "-c", str(cpu), "wrk", "-t1", f"-c{conns}", f"-d{seconds}s"] + PIPELINE + [url],
                          capture_output=True, text=True).stdout
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     n = re.search(r"(\d+) requests in", out)
@@ -110,6 +130,9 @@ def main():
     p.add_argument("--instructions", action="store_true",
                    help="also count user-space instructions per request under callgrind (needs valgrind)")
     p.add_argument("--requests", type=int, default=20_000, help="requests counted per server with --instructions")
+    p.add_argument("--pipeline", type=int, default=1, metavar="N",
+                   help="wrk writes N requests at a time on each connection (HTTP/1.1 pipelining), "
+                        "so that the servers, not wrk, set the rate (default: 1, no pipelining)")
     p.add_argument("--embedded-read", choices=["index", "cypher"], default="index",
                    help="how blocklab reads its embedded database (this build's flag; --before gets none)")
     args = p.parse_args()
@@ -130,6 +153,8 @@ def main():
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
 
     tmp = tempfile.mkdtemp(prefix="serve-vs-nginx-")
+    if args.pipeline > 1:
+        PIPELINE.extend(["-s", pipeline_script(tmp, args.pipeline)])
     procs = []
     try:
         ngx, ngx_port = start_nginx(nginx, args.server_cpu, tmp)
@@ -151,9 +176,12 @@ def main():
         if args.before:
             before, b_port = start_blocklab(args.server_cpu, "reactive", args.nodes, args.before)
             procs.append(before)
+            before_lean, bl_port = start_blocklab(args.server_cpu, "lean", args.nodes, args.before)
+            procs.append(before_lean)
             targets += [
                 ("before /test", before, f"http://127.0.0.1:{b_port}/test", "wrk"),
                 ("before /getDataAsync", before, f"http://127.0.0.1:{b_port}/getDataAsync?id={nid}", "wrk"),
+                ("before lean /test", before_lean, f"http://127.0.0.1:{bl_port}/test", "wrk"),
             ]
         if not args.no_blocklab_load:
             targets += [
@@ -164,6 +192,7 @@ def main():
         print(f"servers on CPU {args.server_cpu}: {version} (1 worker), blocklab serve --workers 1 "
               f"(reactive and lean; embedded Grafeo read by {args.embedded_read}, {args.nodes} nodes, 0 ms latency, id={nid})")
         print(f"clients on CPU {args.load_cpu}: wrk -t1 -c{args.connections}"
+              + (f" ({args.pipeline} requests pipelined per write)" if args.pipeline > 1 else "")
               + ("" if args.no_blocklab_load else f", blocklab load -k -c {args.connections} --threads 1")
               + f"; {args.rounds} rounds x {args.seconds} s, targets alternating")
         if args.before:
@@ -205,6 +234,7 @@ def main():
             print(f"  /getDataAsync ÷ before        = {w('/getDataAsync') / w('before /getDataAsync'):.2f}")
             print(f"  before: /test ÷ nginx         = {w('before /test') / w('nginx'):.2f}")
             print(f"  before: /getDataAsync ÷ /test = {w('before /getDataAsync') / w('before /test'):.2f}")
+            print(f"  lean /test ÷ before lean /test = {w('lean /test') / w('before lean /test'):.2f}")
 
         if args.instructions:
             for proc in procs:

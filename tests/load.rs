@@ -204,3 +204,42 @@ fn connections_in_stages_open_and_close_with_the_ramp() {
     common::assert_follows_the_four_connection_ramp(&r);
     assert_eq!(plan(&["--connections", "4:2s,4:1s,0:1s", "http://127.0.0.1:1/"]).connections, 4);
 }
+
+/// CPU seconds (user + system) a process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat =
+        procfs::process::Process::new(pid as i32).and_then(|p| p.stat()).expect("the load's /proc stat");
+    (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
+}
+
+/// `--busy-poll` keeps the client's thread on its core for the whole run
+/// (without it, a client waiting 100 ms a request sleeps), and loses nothing.
+#[test]
+fn busy_poll_never_sleeps_and_counts_every_request() {
+    let server = TestServer::start(behaviour(|_, _| (Duration::from_millis(100), Some(200))));
+    let mut used = Vec::new();
+    for busy in [false, true] {
+        let mut cmd = common::blocklab();
+        cmd.args(["load", "-k", "-q", "-c", "2", "-z", "1500ms", "--threads", "1"]);
+        if busy {
+            cmd.arg("--busy-poll");
+        }
+        let json = std::env::temp_dir().join(format!("busy-poll-{}-{busy}.json", std::process::id()));
+        cmd.arg("--json").arg(&json);
+        let child = cmd.arg(server.url("/")).stdout(std::process::Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(1200));
+        used.push(cpu_seconds(child.id()));
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "busy-poll {busy}: {:?}", out.status);
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&json);
+        // Two connections, 100 ms a request, 1.5 s: about 30, every one answered.
+        let completed = doc["completed"].as_u64().unwrap();
+        assert!(completed >= 10, "busy-poll {busy}: {doc}");
+        assert_eq!(doc["ok"].as_u64(), Some(completed), "busy-poll {busy}: {doc}");
+    }
+    // 1.2 s into the run: a sleeping client has used a few ms, a busy one
+    // most of its core (generous margins: the machine is shared).
+    assert!(used[0] < 0.3, "without --busy-poll the client used {:.2} s of CPU", used[0]);
+    assert!(used[1] > 0.6, "with --busy-poll the client used only {:.2} s of CPU", used[1]);
+}

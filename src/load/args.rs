@@ -140,6 +140,16 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub pipeline: u16,
 
+    /// Never sleep while the run goes: each engine thread polls its sockets
+    /// without blocking, using its whole core. A thread that sleeps in epoll
+    /// must be woken when a response arrives, and on loopback the server's
+    /// own write() pays for that wake-up (an interrupt to this core: 20-30 µs
+    /// on these VMs), so an idle client makes the server it measures slower.
+    /// wrk is never idle at full rate; use this when the server is the
+    /// bottleneck and the client has a core of its own.
+    #[arg(long)]
+    pub busy_poll: bool,
+
     /// HTTP/2 on hyper's h2: over http:// with prior knowledge (h2c), over https:// with
     /// ALPN h2. Connections are kept (-k is implied); a server that does not speak HTTP/2
     /// there is counted as 'HTTP/2 refused'.
@@ -265,6 +275,7 @@ impl LoadArgs {
         plan.timeout = self.timeout;
         plan.threads = self.threads.map_or_else(available_cores, usize::from);
         plan.pipeline = usize::from(self.pipeline);
+        plan.busy_poll = self.busy_poll;
         if self.h2 {
             plan.use_h2(usize::from(self.streams));
         }

@@ -159,10 +159,22 @@ fn engine_thread(
                 }
             })
         };
+        // --busy-poll: a task that only yields keeps the thread from ever
+        // parking; tokio polls the sockets without blocking between its turns.
+        let spinner = plan.busy_poll.then(|| {
+            tokio::task::spawn_local(async {
+                loop {
+                    tokio::task::yield_now().await;
+                }
+            })
+        });
         for task in tasks {
             let _ = task.await;
         }
         ticker.abort();
+        if let Some(spinner) = spinner {
+            spinner.abort();
+        }
     });
     drop(local);
     // The rest goes in the second the ticker was in, even when the run ended

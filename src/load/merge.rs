@@ -95,6 +95,7 @@ pub fn merge(runs: &[(String, LoadReport)]) -> Result<Merged, String> {
         progress: super::plan::Progress::Silent,
         h2: first.protocol != "http/1.1",
         streams: first.streams,
+        busy_poll: false,
     };
     let report = LoadReport::new(&plan, &result);
     Ok(Merged { plan, result, report, overlapping })

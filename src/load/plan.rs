@@ -177,6 +177,8 @@ pub struct LoadPlan {
     pub h2: bool,
     /// `--streams`: HTTP/2 requests in flight per connection (1 without `--h2`).
     pub streams: usize,
+    /// `--busy-poll`: the engine threads never sleep in epoll.
+    pub busy_poll: bool,
 }
 
 /// What a run shows on stderr while it goes.
@@ -223,6 +225,7 @@ impl LoadPlan {
             progress: Progress::Silent,
             h2: false,
             streams: 1,
+            busy_poll: false,
         })
     }
 
