@@ -239,7 +239,8 @@ fn busy_poll_never_sleeps_and_counts_every_request() {
         assert_eq!(doc["ok"].as_u64(), Some(completed), "busy-poll {busy}: {doc}");
     }
     // 1.2 s into the run: a sleeping client has used a few ms, a busy one
-    // most of its core (generous margins: the machine is shared).
-    assert!(used[0] < 0.3, "without --busy-poll the client used {:.2} s of CPU", used[0]);
-    assert!(used[1] > 0.6, "with --busy-poll the client used only {:.2} s of CPU", used[1]);
+    // what it could get of its core (generous margins: other tests share the
+    // two cores, so a quarter of one is enough to tell it never slept).
+    assert!(used[0] < 0.15, "without --busy-poll the client used {:.2} s of CPU", used[0]);
+    assert!(used[1] > 0.3, "with --busy-poll the client used only {:.2} s of CPU", used[1]);
 }
