@@ -1,18 +1,26 @@
 //! The `lean` model: the non-blocking server with nothing else, the floor of
 //! what a connection costs.
 //!
-//! One tokio task per connection, holding only its socket, its ticket under
-//! `--max-connections` and, only while a request is incomplete or pipelined
-//! requests wait behind one being answered, the bytes of those requests. A
-//! `/delay` request waits in no task at all: its connection leaves the
-//! reactor and its task ends, leaving one entry (socket, ticket, request
-//! timer, deadline) in a heap that one task sleeps on ([`Parking`]); when
-//! the wait is over the socket is registered again and a new task answers
-//! and carries on with the connection. An idle connection holds no buffer: when its socket turns readable, the bytes
-//! are read into a scratch buffer of the worker thread and parsed there with
-//! `httparse` and the HTTP/1.1 rules the load generator shares
-//! ([`crate::http1`]). Responses are pre-encoded at start; only the `Date`
-//! header (cached per second per thread) and the length are added to each.
+//! A tokio task per connection being served, holding only its socket, its
+//! ticket under `--max-connections` and, only while a request is incomplete
+//! or pipelined requests wait behind one being answered, the bytes of those
+//! requests. Two kinds of waiting connection hold no task at all:
+//! - one that has sent nothing yet (checked at accept) or whose last answer
+//!   was a `/delay`'s waits as a slot in an epoll set of lean's own
+//!   ([`IdleLot`]) until it turns readable; a task, once it has one, keeps a
+//!   connection that goes on sending requests, so the keep-alive path is
+//!   untouched;
+//! - a `/delay` request leaves the reactor and its task ends, leaving one
+//!   entry (socket, ticket, request timer, deadline) in a heap that one task
+//!   sleeps on ([`Parking`]); when the wait is over the socket is registered
+//!   again and a new task answers.
+//!
+//! No connection holds a buffer while it waits: when its socket turns
+//! readable, the bytes are read into a scratch buffer of the worker thread
+//! and parsed there with `httparse` and the HTTP/1.1 rules the load generator
+//! shares ([`crate::http1`]). Responses are pre-encoded at start; only the
+//! `Date` header (cached per second per thread) and the length are added to
+//! each.
 //!
 //! Study 1's data endpoints run the same code as under `reactive`
 //! ([`super::data::read`]), polled in the connection's task on its runtime

@@ -109,7 +109,7 @@ pub fn render_runtimes(w: &mut String, probes: &[&RuntimeProbe]) {
         "tokio_alive_tasks",
         "gauge",
         "Tasks spawned and not yet finished: about one per open connection on the http runtime \
-         (under lean, one per connection being served: idle connections and waiting /delay requests hold none), \
+         (under lean, none for a connection that has sent nothing yet or waits out a /delay), \
          plus the actors and their reads on the actors runtime.",
     );
     for (rt, m, _) in &metrics {
