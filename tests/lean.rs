@@ -237,3 +237,30 @@ fn idle_connections_and_waiting_delays_hold_no_task() {
     drop(conns);
     still_serves(server.addr);
 }
+
+/// SIGTERM under lean: connections waiting in the idle lot are closed at
+/// once, `/delay`s waiting in the heap are answered (with `connection:
+/// close`), and the server exits by itself.
+#[test]
+fn sigterm_closes_idle_connections_and_answers_waiting_delays() {
+    let mut server = lean();
+    let mut idle: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(server.addr).unwrap()).collect();
+    let mut waiting: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(server.addr).unwrap()).collect();
+    for conn in &mut waiting {
+        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        conn.write_all(b"GET /delay?ms=800 HTTP/1.1\r\n\r\n").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    server.sigterm();
+    for conn in &mut idle {
+        conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = [0u8; 64];
+        // The end of the stream (or a reset): nothing was answered.
+        assert!(matches!(conn.read(&mut buf), Ok(0) | Err(_)), "an idle connection got bytes at stop");
+    }
+    for conn in &mut waiting {
+        let got = read_until(conn, r#"{"success":true}"#);
+        assert!(got.starts_with("HTTP/1.1 200 OK") && got.contains("connection: close"), "{got:?}");
+    }
+    assert_eq!(server.exit_within(Duration::from_secs(10)), Some(0));
+}

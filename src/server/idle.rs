@@ -20,8 +20,7 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use tokio::io::unix::AsyncFd;
 
 /// At most this many connections are handed back before the lot's task
-/// lets the tasks it started run: a burst of readable connections then
-/// never holds a task each at once.
+/// lets the tasks it started run.
 const BATCH: usize = 256;
 
 /// Idle items (sockets and what goes with them) waiting to turn readable.
@@ -89,17 +88,22 @@ impl<T: AsRawFd> IdleLot<T> {
         self.len() == 0
     }
 
-    /// Drops every item held (closing their sockets) and holds nothing
-    /// more; for a server that stops.
-    pub fn close_all(&self) {
-        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
-        slots.closed = true;
-        for item in slots.held.iter_mut().filter_map(Option::take) {
+    /// Holds nothing more, and gives every item held to `last` (which may
+    /// drop it, closing its socket): for a server that stops, or a lot whose
+    /// task failed.
+    pub fn close_all(&self, last: impl FnMut(T)) {
+        let items: Vec<T> = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.closed = true;
+            slots.free = Vec::new();
+            slots.len = 0;
+            std::mem::take(&mut slots.held).into_iter().flatten().collect()
+        };
+        for item in &items {
             let _ = self.registry.deregister(&mut SourceFd(&item.as_raw_fd()));
         }
-        slots.held = Vec::new();
-        slots.free = Vec::new();
-        slots.len = 0;
+        // Outside the lock: `last` may start tasks.
+        items.into_iter().for_each(last);
     }
 
     /// Takes the item in `slot`, out of the epoll set.
@@ -146,13 +150,19 @@ impl<T: AsRawFd> IdleLot<T> {
                 Err(e) => return Err(e),
             }
             drop(guard);
+            let mut taken = 0;
             for event in &events {
+                taken += 1;
                 if let Some(item) = self.take(event.token().0) {
                     ready(item);
                 }
             }
-            // Let the connections just handed back run before taking more.
-            tokio::task::yield_now().await;
+            if taken == BATCH {
+                // More may be ready: let the connections just handed back
+                // run before taking more. (A smaller batch took all there
+                // was; the next poll finds nothing and the task waits.)
+                tokio::task::yield_now().await;
+            }
         }
     }
 }
@@ -212,7 +222,9 @@ mod tests {
         drop(clients.remove(0));
         tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
         assert_eq!(lot.len(), 1);
-        lot.close_all();
+        let mut closed = 0;
+        lot.close_all(|_| closed += 1);
+        assert_eq!(closed, 1, "close_all gives back what it held");
         assert!(lot.is_empty());
         let (_client, server) = pair(&listener);
         assert!(lot.hold(server).is_err(), "a closed lot held a connection");

@@ -134,7 +134,9 @@ impl LeanServer {
                 // A client that has sent nothing yet waits in the idle lot,
                 // not in a task of its own.
                 if !has_bytes(&stream) {
-                    hold_idle(shared, stream, ticket);
+                    if let Ok(stream) = stream.into_std() {
+                        hold_idle(shared, &stopped, stream, ticket);
+                    }
                     return;
                 }
                 let task = connection(stream, shared.clone(), stopped.clone(), ticket, None);
@@ -156,7 +158,13 @@ impl LeanServer {
         // Idle connections close now; a connection that comes back from a
         // `/delay` answers it and closes.
         waker.abort();
-        shared.idle.close_all();
+        // A connection whose request has arrived is answered (and closed
+        // after it); the others close now.
+        shared.idle.close_all(|idle| {
+            if socket2::SockRef::from(&idle.stream).peek(&mut [std::mem::MaybeUninit::uninit()]).is_ok() {
+                resume_idle(shared, &stopped, idle);
+            }
+        });
         tracing::info!("stopped accepting; waiting for open requests");
         let deadline = Instant::now() + grace;
         while shared.state.metrics().connections_open.get() > 0 {
@@ -352,33 +360,67 @@ struct Parked {
     reply: Reply,
 }
 
-/// A connection whose `/delay` wait is over, as its new task starts: the
-/// answer is due first. Boxed, so that a new connection's task (which has
-/// none) does not carry its size.
+/// A connection whose `/delay` wait is over, as its new task starts: what
+/// its answer still has to write (the socket took only part of it), and the
+/// pipelined bytes behind it. Boxed, so that a new connection's task (which
+/// has none) does not carry its size.
 struct Waited {
-    timer: RequestTimer,
-    reply: Reply,
+    answer: Option<(RequestTimer, Reply, Vec<u8>)>,
     pending: Vec<u8>,
 }
 
-/// Hands each parked connection whose wait is over back to a task of its
-/// own, to answer and go on. Runs as long as the server's runtime.
+/// Answers each parked connection whose wait is over, on its socket still
+/// out of the reactor; a connection kept alive with nothing more to read
+/// goes straight back to the idle lot, one with more to do (the rest of
+/// the answer, pipelined requests) to a task of its own. Runs as long as
+/// the server's runtime.
 async fn resume_parked(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
     let parking = shared.parking.clone();
     parking
         .run(|parked: Parked| {
-            let Parked { stream, ticket, pending, timer, reply } = parked;
-            // Back into the reactor; a socket it refuses counts as a request
-            // cancelled (the timer's drop) and a connection closed (the ticket's).
-            match TcpStream::from_std(stream) {
-                Ok(stream) => {
-                    let waited = Some(Box::new(Waited { timer, reply, pending }));
-                    tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket, waited));
+            let Parked { stream, ticket, pending, timer, mut reply } = parked;
+            reply.keep_alive &= !*stopped.borrow();
+            let written =
+                write_now(|bytes| (&stream).write(bytes), &shared.json, delay::BODY.as_bytes(), reply);
+            let answer = match written {
+                // The client went away; the request counts as cancelled
+                // (the timer's drop) and the connection closes.
+                Err(_) => return,
+                Ok(Some(rest)) => Some((timer, reply, rest)),
+                Ok(None) => {
+                    timer.finish(200);
+                    if !reply.keep_alive {
+                        let _ = stream.shutdown(std::net::Shutdown::Write);
+                        return;
+                    }
+                    if pending.is_empty() {
+                        hold_idle(&shared, &stopped, stream, ticket);
+                        return;
+                    }
+                    None
                 }
-                Err(e) => tracing::warn!(error = %e, "lean: a parked connection could not resume"),
-            }
+            };
+            let waited = Some(Box::new(Waited { answer, pending }));
+            spawn_connection(&shared, &stopped, stream, ticket, waited);
         })
         .await;
+}
+
+/// Registers `stream` with tokio's reactor again and serves it in a task of
+/// its own; a socket the reactor refuses is closed (its ticket goes).
+fn spawn_connection(
+    shared: &Arc<Shared>,
+    stopped: &watch::Receiver<bool>,
+    stream: std::net::TcpStream,
+    ticket: Ticket,
+    waited: Option<Box<Waited>>,
+) {
+    match TcpStream::from_std(stream) {
+        Ok(stream) => {
+            tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket, waited));
+        }
+        Err(e) => tracing::warn!(error = %e, "lean: a connection could not go back into the reactor"),
+    }
 }
 
 /// An idle connection in the [`IdleLot`]: its socket, out of tokio's
@@ -406,31 +448,53 @@ fn has_bytes(stream: &TcpStream) -> bool {
 }
 
 /// Puts a connection with nothing to read into the idle lot, out of tokio's
-/// reactor; when the lot will not take it (the server is stopping) the
-/// connection closes.
-fn hold_idle(shared: &Shared, stream: TcpStream, ticket: Ticket) {
-    if let Ok(stream) = stream.into_std() {
-        // Dropped when refused: the socket closes and the ticket goes.
-        let _ = shared.idle.hold(Idle { stream, ticket });
+/// reactor. When the lot will not take it, a stopping server closes it and
+/// a running one (whose lot failed) serves it in a task instead.
+fn hold_idle(
+    shared: &Arc<Shared>,
+    stopped: &watch::Receiver<bool>,
+    stream: std::net::TcpStream,
+    ticket: Ticket,
+) {
+    if let Err(Idle { stream, ticket }) = shared.idle.hold(Idle { stream, ticket })
+        && !*stopped.borrow()
+    {
+        spawn_connection(shared, stopped, stream, ticket, None);
     }
 }
 
 /// Hands each idle connection that turned readable back to a task of its
-/// own. Runs as long as the server accepts.
+/// own, with the bytes that made it readable already read: the task starts
+/// on them instead of waiting for the reactor to report the socket again.
+/// If the lot's epoll set fails, every connection it held goes back to a
+/// task and new ones no longer go there.
 async fn wake_idle(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
     let woken = shared.clone();
-    let ran = woken
-        .idle
-        .run(|Idle { stream, ticket }| match TcpStream::from_std(stream) {
-            Ok(stream) => {
-                tokio::spawn(connection(stream, shared.clone(), stopped.clone(), ticket, None));
-            }
-            Err(e) => tracing::warn!(error = %e, "lean: an idle connection could not resume"),
-        })
-        .await;
+    let ran = woken.idle.run(|idle| resume_idle(&shared, &stopped, idle)).await;
     if let Err(e) = ran {
-        tracing::error!(error = %e, "lean: the idle connections' epoll set failed");
+        tracing::error!(error = %e, "lean: the idle connections' epoll set failed; idle connections hold tasks from now on");
+        woken.idle.close_all(|idle| spawn_connection(&shared, &stopped, idle.stream, idle.ticket, None));
     }
+}
+
+/// Reads what an idle connection that turned readable has sent and serves
+/// it in a task; closes it when the client closed or the socket failed.
+fn resume_idle(shared: &Arc<Shared>, stopped: &watch::Receiver<bool>, idle: Idle) {
+    use std::io::Read;
+    let Idle { stream, ticket } = idle;
+    let read = SCRATCH.with_borrow_mut(|scratch| match (&stream).read(scratch) {
+        Ok(n) => Ok(scratch[..n].to_vec()),
+        Err(e) => Err(e),
+    });
+    let pending = match read {
+        Ok(bytes) if bytes.is_empty() => return,
+        Ok(bytes) => bytes,
+        // Readable, but nothing after all: serve it from the reactor.
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Vec::new(),
+        Err(_) => return,
+    };
+    let waited = (!pending.is_empty()).then(|| Box::new(Waited { answer: None, pending }));
+    spawn_connection(shared, stopped, stream, ticket, waited);
 }
 
 /// Serves one connection until it closes or parks for a `/delay`; `waited`:
@@ -449,15 +513,18 @@ async fn connection(
     let mut pending = Vec::new();
     let mut go_on = true;
     if let Some(waited) = waited {
-        let Waited { timer, mut reply, pending: behind } = *waited;
+        let Waited { answer, pending: behind } = *waited;
         pending = behind;
-        reply.keep_alive &= !*stopped.borrow();
-        let sent = send(&mut stream, &shared.json, delay::BODY.as_bytes(), reply).await;
-        go_on = answered(timer, reply, 200, sent);
-        if go_on && pending.is_empty() {
-            // Its next request waits in the idle lot, not in this task.
-            hold_idle(&shared, stream, ticket);
-            return;
+        if let Some((timer, reply, rest)) = answer {
+            let sent = finish(&mut stream, Some(rest)).await;
+            go_on = answered(timer, reply, 200, sent);
+            if go_on && pending.is_empty() {
+                // Its next request waits in the idle lot, not in this task.
+                if let Ok(stream) = stream.into_std() {
+                    hold_idle(&shared, &stopped, stream, ticket);
+                }
+                return;
+            }
         }
     }
     while go_on {
@@ -736,6 +803,17 @@ fn try_send(
     body: &[u8],
     reply: Reply,
 ) -> std::io::Result<Option<Vec<u8>>> {
+    write_now(|bytes| stream.try_write(bytes), prelude, body, reply)
+}
+
+/// [`try_send`] through any non-blocking `write` (a socket out of tokio's
+/// reactor too).
+fn write_now(
+    mut write: impl FnMut(&[u8]) -> std::io::Result<usize>,
+    prelude: &[u8],
+    body: &[u8],
+    reply: Reply,
+) -> std::io::Result<Option<Vec<u8>>> {
     OUT.with_borrow_mut(|out| {
         out.clear();
         out.extend_from_slice(prelude);
@@ -752,7 +830,7 @@ fn try_send(
         if !reply.head_only {
             out.extend_from_slice(body);
         }
-        match stream.try_write(out) {
+        match write(out) {
             Ok(n) if n == out.len() => Ok(None),
             Ok(n) => Ok(Some(out[n..].to_vec())),
             Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Some(out.clone())),
