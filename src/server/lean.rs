@@ -354,8 +354,11 @@ enum Input {
 struct Parked {
     stream: std::net::TcpStream,
     ticket: Ticket,
-    /// Pipelined requests behind this one (usually none, unallocated).
-    pending: Vec<u8>,
+    /// Pipelined requests behind this one: usually none, and boxed so
+    /// that the common entry carries 8 bytes, not a `Vec`'s 24 (a
+    /// `Box<[u8]>` would be 16): entries are what a waiting request costs.
+    #[allow(clippy::box_collection)]
+    pending: Option<Box<Vec<u8>>>,
     timer: RequestTimer,
     reply: Reply,
 }
@@ -379,6 +382,7 @@ async fn resume_parked(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
     parking
         .run(|parked: Parked| {
             let Parked { stream, ticket, pending, timer, mut reply } = parked;
+            let pending = pending.map_or_else(Vec::new, |bytes| *bytes);
             reply.keep_alive &= !*stopped.borrow();
             let written =
                 write_now(|bytes| (&stream).write(bytes), &shared.json, delay::BODY.as_bytes(), reply);
@@ -550,6 +554,7 @@ async fn connection(
                 // lost (the timer's drop counts the request cancelled).
                 if let Ok(stream) = stream.into_std() {
                     let due = Instant::now() + wait;
+                    let pending = (!pending.is_empty()).then(|| Box::new(pending));
                     shared.parking.park(due, Parked { stream, ticket, pending, timer, reply });
                 }
                 return;
