@@ -189,13 +189,19 @@ mod tests {
         (client, server)
     }
 
+    /// A lot with its task running; what it hands back comes out of the receiver.
+    fn running() -> (std::sync::Arc<IdleLot<TcpStream>>, tokio::sync::mpsc::UnboundedReceiver<TcpStream>) {
+        let lot = std::sync::Arc::new(IdleLot::new().unwrap());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let runner = lot.clone();
+        tokio::spawn(async move { runner.run(|s: TcpStream| tx.send(s).unwrap()).await });
+        (lot, rx)
+    }
+
     #[tokio::test]
     async fn a_connection_comes_back_when_its_client_writes_and_not_before() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let lot = std::sync::Arc::new(IdleLot::new().unwrap());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let runner = lot.clone();
-        tokio::spawn(async move { runner.run(|s: TcpStream| tx.send(s).unwrap()).await });
+        let (lot, mut rx) = running();
         let mut clients = Vec::new();
         for _ in 0..3 {
             let (client, server) = pair(&listener);
@@ -233,10 +239,7 @@ mod tests {
     #[tokio::test]
     async fn bytes_there_before_the_hold_bring_the_connection_back_at_once() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let lot = std::sync::Arc::new(IdleLot::new().unwrap());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let runner = lot.clone();
-        tokio::spawn(async move { runner.run(|s: TcpStream| tx.send(s).unwrap()).await });
+        let (lot, mut rx) = running();
         let (mut client, server) = pair(&listener);
         client.write_all(b"early").unwrap();
         std::thread::sleep(Duration::from_millis(20));

@@ -155,13 +155,12 @@ impl LeanServer {
             .await;
         drop(listener);
         stop.send_replace(true);
-        // Idle connections close now; a connection that comes back from a
-        // `/delay` answers it and closes.
+        // Idle connections close now, but one whose request has arrived is
+        // answered first (and closed after it), as is a connection that comes
+        // back from a `/delay`.
         waker.abort();
-        // A connection whose request has arrived is answered (and closed
-        // after it); the others close now.
         shared.idle.close_all(|idle| {
-            if socket2::SockRef::from(&idle.stream).peek(&mut [std::mem::MaybeUninit::uninit()]).is_ok() {
+            if has_bytes(&idle.stream) {
                 resume_idle(shared, &stopped, idle);
             }
         });
@@ -442,7 +441,7 @@ impl std::os::fd::AsRawFd for Idle {
 
 /// Whether the client has sent bytes (or closed) that wait to be read: one
 /// `recv` with `MSG_PEEK`, which takes nothing off the socket.
-fn has_bytes(stream: &TcpStream) -> bool {
+fn has_bytes(stream: &impl std::os::fd::AsFd) -> bool {
     let mut byte = [std::mem::MaybeUninit::uninit()];
     match socket2::SockRef::from(stream).peek(&mut byte) {
         Ok(_) => true,
@@ -607,13 +606,10 @@ async fn answer(
             }
         }
         Action::Refuse(status, message) => (status, send_error(stream, status, &message, reply).await),
-        // Answered in the connection's task; here for completeness only
-        // (and for `/delay?ms=0`, which does not wait).
+        // Answered in the connection's task; here for completeness only.
         Action::Test => (200, send(stream, &shared.test, b"works", reply).await),
-        Action::Delay(wait) => {
-            tokio::time::sleep(wait).await;
-            (200, send(stream, &shared.json, delay::BODY.as_bytes(), reply).await)
-        }
+        // Only `/delay?ms=0` comes here (a wait parks the connection): no timer.
+        Action::Delay(_) => (200, send(stream, &shared.json, delay::BODY.as_bytes(), reply).await),
     }
 }
 

@@ -154,15 +154,22 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// A lot with its task running; each item handed back comes out of the
+    /// receiver with the instant it came.
+    fn running() -> (Parking<u32>, tokio::sync::mpsc::UnboundedReceiver<(u32, Instant)>) {
+        let lot = Parking::new();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let runner = lot.clone();
+        tokio::spawn(async move { runner.run(|item: u32| tx.send((item, Instant::now())).unwrap()).await });
+        (lot, rx)
+    }
+
     // Real time, not tokio's paused clock: the lot's deadlines are std
     // `Instant`s, which a paused clock does not move.
     #[tokio::test]
     async fn items_come_back_at_their_deadlines_in_order() {
-        let lot = Parking::new();
+        let (lot, mut rx) = running();
         let start = Instant::now();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let runner = lot.clone();
-        tokio::spawn(async move { runner.run(|item: u32| tx.send((item, Instant::now())).unwrap()).await });
         for (item, ms) in [(3, 90), (1, 30), (2, 60)] {
             lot.park(start + Duration::from_millis(ms), item);
         }
@@ -177,11 +184,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_earlier_item_parked_while_the_lot_sleeps_is_not_late() {
-        let lot = Parking::new();
+        let (lot, mut rx) = running();
         let start = Instant::now();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let runner = lot.clone();
-        tokio::spawn(async move { runner.run(|item: u32| tx.send((item, Instant::now())).unwrap()).await });
         lot.park(start + Duration::from_secs(60), 60);
         // Let the runner go to sleep until the one minute deadline.
         tokio::time::sleep(Duration::from_millis(10)).await;
