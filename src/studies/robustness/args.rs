@@ -21,13 +21,8 @@ descriptors than RLIMIT_NOFILE allows (the sweep raises it when it may) is not r
 
 Examples:
   blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
-<<<<<<< HEAD
-  blocklab sweep --quick                          # 3 levels, 1 s delay, 7 targets: about a minute
-  blocklab sweep --targets lean,reactive --levels 1000,5000,10000
-=======
-  blocklab sweep --quick                          # three levels, 1 s delay: a minute or two
+  blocklab sweep --quick                          # 3 levels, 1 s delay, 7 targets: a minute or two
   blocklab sweep --targets lean,reactive --levels 1000,5000,10000,20000,50000
->>>>>>> wt-20
   blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
   blocklab sweep --client jmeter --targets spring-web,spring-webflux   # the seed's client
