@@ -9,6 +9,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// A chart: file name, title, SVG text.
+#[derive(Debug, Clone)]
 pub struct Chart {
     /// File name under `charts/`.
     pub file: &'static str,
@@ -35,6 +36,7 @@ th { background: #f6f8fa; } td:nth-child(3), th:nth-child(3) { text-align: left;
 .normalized td:nth-child(2), .normalized th:nth-child(2) { text-align: left; }
 .normalized td:nth-child(3) { text-align: right; }
 ul.reading li { margin: .35rem 0; }
+p.answer { font-size: 1.05rem; margin: .5rem 0; }
 .warn { background: #fff8c5; border: 1px solid #d4a72c; padding: .5rem .8rem; border-radius: 6px; }
 .fail { background: #ffebe9; border: 1px solid #cf222e; padding: .5rem .8rem; border-radius: 6px; }
 .chart { margin: 1rem 0; } .chart svg { max-width: 100%; height: auto; }
@@ -51,9 +53,9 @@ pub fn strip_xml_decl(svg: &str) -> &str {
 }
 
 /// The charts as page blocks: each SVG inline in a titled `div.chart`.
-pub fn charts_html(charts: &[Chart]) -> String {
+pub fn charts_html<'a>(charts: impl IntoIterator<Item = &'a Chart>) -> String {
     charts
-        .iter()
+        .into_iter()
         .map(|chart| {
             format!(
                 "<div class=\"chart\" title=\"{}\">{}</div>",
@@ -64,19 +66,134 @@ pub fn charts_html(charts: &[Chart]) -> String {
         .collect()
 }
 
-/// The charts' series colours, in order.
-pub const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
+/// The charts' series colours, in order: Okabe and Ito's colour-blind-safe
+/// palette (its yellow left out: it cannot be seen on white), then Paul
+/// Tol's "muted" colours that differ from those for readers with any of the
+/// three common colour deficiencies. Fourteen, so that no two series of one
+/// chart share a colour (study 2 draws a dozen targets); beyond fourteen the
+/// colours repeat, and the family's marker and dash still tell them apart.
+pub const PALETTE: [RGBColor; 14] = [
+    RGBColor(0x00, 0x72, 0xB2), // blue
+    RGBColor(0xE6, 0x9F, 0x00), // orange
+    RGBColor(0x00, 0x9E, 0x73), // bluish green
+    RGBColor(0xCC, 0x79, 0xA7), // reddish purple
+    RGBColor(0x56, 0xB4, 0xE9), // sky blue
+    RGBColor(0xD5, 0x5E, 0x00), // vermillion
+    RGBColor(0x00, 0x00, 0x00), // black
+    RGBColor(0x88, 0x22, 0x55), // wine
+    RGBColor(0x99, 0x99, 0x33), // olive
+    RGBColor(0x33, 0x22, 0x88), // indigo
+    RGBColor(0x44, 0xAA, 0x99), // teal
+    RGBColor(0xAA, 0x44, 0x99), // purple
+    RGBColor(0x88, 0x88, 0x88), // grey
+    RGBColor(0xDD, 0xCC, 0x77), // sand
 ];
 
 /// The colour of the `i`th series.
 pub fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
+}
+
+/// What a series' target is built on, drawn as its marker and its line's
+/// dash so that a reader groups the series at a glance: blocklab's own
+/// models, the JVM peers, Go, Python, Node.js, anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// blocklab's own server (Rust): circles, solid lines.
+    Blocklab,
+    /// A Java virtual machine: squares, dashed lines.
+    Jvm,
+    /// Go: triangles, dotted lines.
+    Go,
+    /// Python: diamonds, long dashes.
+    Python,
+    /// Node.js: hexagons, dash-dot.
+    Node,
+    /// Anything else (another native server, a service at a URL): pentagons.
+    Other,
+}
+
+impl Family {
+    /// Every family, in legend order.
+    pub const ALL: [Family; 6] =
+        [Family::Blocklab, Family::Jvm, Family::Go, Family::Python, Family::Node, Family::Other];
+
+    /// Its marker, in words (for the legend's note).
+    pub fn marker(self) -> &'static str {
+        match self {
+            Family::Blocklab => "circle, solid line",
+            Family::Jvm => "square, dashed line",
+            Family::Go => "triangle, dotted line",
+            Family::Python => "diamond, long dashes",
+            Family::Node => "hexagon, short dashes",
+            Family::Other => "pentagon, spaced dashes",
+        }
+    }
+
+    /// Its line's dash and gap in pixels (`None`: solid).
+    fn dash(self) -> Option<(u32, u32)> {
+        match self {
+            Family::Blocklab => None,
+            Family::Jvm => Some((9, 5)),
+            Family::Go => Some((2, 4)),
+            Family::Python => Some((16, 5)),
+            Family::Node => Some((5, 3)),
+            Family::Other => Some((6, 9)),
+        }
+    }
+
+    /// Its marker's shape, around (0, 0) in pixels.
+    pub fn shape(self) -> Shape {
+        let around = |n: usize, r: f64, turn: f64| -> Vec<(i32, i32)> {
+            (0..n)
+                .map(|k| {
+                    let a = turn + k as f64 * std::f64::consts::TAU / n as f64;
+                    ((r * a.cos()).round() as i32, (r * a.sin()).round() as i32)
+                })
+                .collect()
+        };
+        use std::f64::consts::FRAC_PI_2;
+        match self {
+            Family::Blocklab => Shape::Circle,
+            Family::Jvm => Shape::Square,
+            Family::Go => Shape::Polygon(around(3, 5.5, -FRAC_PI_2)),
+            Family::Python => Shape::Polygon(around(4, 5.5, -FRAC_PI_2)),
+            Family::Node => Shape::Polygon(around(6, 5.0, 0.0)),
+            Family::Other => Shape::Polygon(around(5, 5.5, -FRAC_PI_2)),
+        }
+    }
+}
+
+/// A marker's shape (an SVG `circle`, `rect` or `polygon`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// A circle of radius 4.
+    Circle,
+    /// A square 8 pixels wide.
+    Square,
+    /// A polygon through these points.
+    Polygon(Vec<(i32, i32)>),
+}
+
+/// A marker of `family` centred `at` (pixels, relative to the element's
+/// anchor), filled with `color`.
+fn marker<DB: DrawingBackend>(
+    family: Family,
+    color: RGBColor,
+    at: (i32, i32),
+) -> DynElement<'static, DB, (i32, i32)> {
+    match family.shape() {
+        Shape::Circle => Circle::new(at, 4, color.filled()).into_dyn(),
+        Shape::Square => {
+            Rectangle::new([(at.0 - 4, at.1 - 4), (at.0 + 4, at.1 + 4)], color.filled()).into_dyn()
+        }
+        Shape::Polygon(points) => Polygon::new(
+            points.into_iter().map(|(x, y)| (x + at.0, y + at.1)).collect::<Vec<_>>(),
+            color.filled(),
+        )
+        .into_dyn(),
+    }
 }
 
 /// A chart's drawing error.
@@ -97,6 +214,40 @@ where
         .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
         .label(name)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    Ok(())
+}
+
+/// Draws `points` as the `i`th series of a chart whose series belong to
+/// families: its own colour, its family's dash, a marker of its family on
+/// every point, and a legend entry showing both.
+pub fn draw_family_line<'a, X>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
+    i: usize,
+    family: Family,
+    name: &str,
+    points: &[(f64, f64)],
+) -> Result<(), DrawError>
+where
+    X: Ranged<ValueType = f64>,
+{
+    let color = color(i);
+    let style = color.stroke_width(2);
+    match family.dash() {
+        None => {
+            chart.draw_series(LineSeries::new(points.iter().copied(), style))?;
+        }
+        Some((dash, gap)) => {
+            chart.draw_series(DashedLineSeries::new(points.iter().copied(), dash, gap, style))?;
+        }
+    }
+    chart
+        .draw_series(points.iter().map(|p| EmptyElement::at(*p) + marker(family, color, (0, 0))))?
+        .label(name)
+        .legend(move |(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (22, 0)], style)
+                + marker(family, color, (11, 0))
+        });
     Ok(())
 }
 

@@ -13,6 +13,10 @@ pub struct IndexSection {
     pub title: String,
     /// What it measures.
     pub about: String,
+    /// Its answer, a sentence or two with their figures.
+    pub answer: Vec<String>,
+    /// Its first chart.
+    pub chart: Option<crate::page::Chart>,
     /// What ran, a line each.
     pub ran: Vec<String>,
     /// What was skipped or run otherwise than asked, and why, a line each.
@@ -22,9 +26,10 @@ pub struct IndexSection {
 }
 
 /// The page that leads to every study's report (`index.html` of `blocklab
-/// studies`): per study its reading (from its `results.md`), what ran and what
-/// was skipped; then where it all ran (the machine, its CPUs and memory) with
-/// the versions of everything that ran, and what the whole job skipped.
+/// studies`): per study its answer in a sentence or two and its first chart,
+/// a link to its report, what ran and what was skipped; then where it all
+/// ran (the machine, its CPUs and memory) with the versions of everything
+/// that ran, and what the whole job skipped.
 pub fn index(
     dir: &std::path::Path,
     machine: &super::conditions::Machine,
@@ -40,40 +45,37 @@ pub fn index(
     };
     let mut body = String::from("<h1>blocklab — the studies</h1>");
     body += "<p class=\"sub\">What blocking calls, thread pools and actors do to a web service, measured on this machine.</p>";
+    // The answers first: a sentence or two per study and its one chart; the
+    // details (what ran, what was skipped) after, and the reports a click away.
     let mut versions = std::collections::BTreeMap::new();
     for study in studies {
         let folder = &study.folder;
+        body += &format!("<h2><a href=\"{folder}/report.html\">{}</a></h2>", escape(&study.title));
+        if !dir.join(folder).join("results.md").is_file() {
+            body += "<p class=\"fail\">This study wrote no results (it failed or was interrupted before the end).</p>";
+        }
+        for sentence in &study.answer {
+            body += &format!("<p class=\"answer\">{}</p>", escape(sentence));
+        }
+        if let Some(chart) = &study.chart {
+            body += &crate::page::charts_html([chart]);
+        }
         body += &format!(
-            "<h2><a href=\"{folder}/report.html\">{}</a></h2><p>{}</p>",
-            escape(&study.title),
+            "<p>{} <a href=\"{folder}/report.html\">The full report</a> (tables, every chart, the reading, the \
+             conditions); <a href=\"{folder}/results.md\">results.md</a>, <a href=\"{folder}/results.json\">results.json</a>.</p>",
             escape(&study.about)
         );
-        match std::fs::read_to_string(dir.join(folder).join("results.md")) {
-            Ok(md) => {
-                let reading: Vec<String> = md
-                    .split("## Reading")
-                    .nth(1)
-                    .unwrap_or("")
-                    .lines()
-                    .take_while(|l| !l.starts_with("## "))
-                    .filter_map(|l| l.strip_prefix("- "))
-                    .map(String::from)
-                    .collect();
-                body += "<div class=\"reading\">";
-                body += &list(&reading);
-                body += "</div>";
-            }
-            Err(_) => {
-                body += "<p class=\"fail\">This study wrote no results (it failed or was interrupted before the end).</p>"
-            }
-        }
+        let mut details = String::new();
         if !study.ran.is_empty() {
-            body += "<h3>What ran</h3>";
-            body += &list(&study.ran);
+            details += "<h3>What ran</h3>";
+            details += &list(&study.ran);
         }
         if !study.skipped.is_empty() {
-            body += "<h3>Skipped, or run otherwise than asked</h3>";
-            body += &list(&study.skipped);
+            details += "<h3>Skipped, or run otherwise than asked</h3>";
+            details += &list(&study.skipped);
+        }
+        if !details.is_empty() {
+            body += &format!("<details><summary>What ran, and what was skipped</summary>{details}</details>");
         }
         versions.extend(study.versions.clone());
     }

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::peers::{Peer, PeerKind, Peers, Runtime};
+use crate::page::Family;
 use crate::server::Model;
 
 /// The name of blocklab's own server when each endpoint runs under its own model.
@@ -124,6 +125,16 @@ impl Target {
     /// Whether it is a Go binary.
     pub fn is_go(&self) -> bool {
         self.runtime() == Runtime::Go
+    }
+
+    /// The family its series is drawn in (marker and dash of the charts).
+    pub fn family(&self) -> Family {
+        match (self, self.runtime()) {
+            (Target::Blocklab(_), _) => Family::Blocklab,
+            (_, Runtime::Jvm) => Family::Jvm,
+            (_, Runtime::Go) => Family::Go,
+            _ => Family::Other,
+        }
     }
 }
 

@@ -62,6 +62,8 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
         let run = if matches!(first_failure, Some(Failure::Interrupted)) {
             StudyRun {
                 outcome: Err(Failure::Interrupted),
+                answer: Vec::new(),
+                chart: None,
                 ran: Vec::new(),
                 skipped: vec!["not run: interrupted".to_string()],
                 versions: BTreeMap::new(),
@@ -73,6 +75,8 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
             folder: study.command.to_string(),
             title: study.title.to_string(),
             about: study.summary.to_string(),
+            answer: run.answer,
+            chart: run.chart,
             ran: run.ran,
             skipped: run.skipped,
             versions: run.versions,

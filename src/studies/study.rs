@@ -25,7 +25,14 @@ pub struct Study {
 impl StudyRun {
     /// A study that could not start.
     pub fn failed(failure: Failure) -> StudyRun {
-        StudyRun { outcome: Err(failure), ran: Vec::new(), skipped: Vec::new(), versions: BTreeMap::new() }
+        StudyRun {
+            outcome: Err(failure),
+            answer: Vec::new(),
+            chart: None,
+            ran: Vec::new(),
+            skipped: Vec::new(),
+            versions: BTreeMap::new(),
+        }
     }
 }
 
@@ -33,6 +40,11 @@ impl StudyRun {
 pub struct StudyRun {
     /// How it ended.
     pub outcome: Result<(), Failure>,
+    /// Its answer in one or two sentences, each with its figure and spread,
+    /// generated from what ran (the index page leads with them).
+    pub answer: Vec<String>,
+    /// The chart a reader would want first.
+    pub chart: Option<crate::page::Chart>,
     /// What ran, a line each.
     pub ran: Vec<String>,
     /// What was skipped or run otherwise than asked, and why, a line each.

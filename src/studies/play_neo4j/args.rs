@@ -66,8 +66,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST")]
     pub db_cpus: Option<String>,
 
-    /// How long `--db neo4j` is warmed under load before the matrix (its JIT: CPU per query falls
-    /// ~3x over the first ~2 minutes) [default: 60s, or 5s with --quick].
+    /// The longest `--db neo4j` is warmed under load before the matrix: it is warmed in 15 s
+    /// windows until two in a row cost it the same CPU per read within 5 % (its JIT: CPU per
+    /// query falls ~3x over the first ~2 minutes on a fresh machine) [default: 3m, or 5s with --quick].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub db_warm: Option<Duration>,
 
@@ -158,7 +159,7 @@ impl BenchArgs {
             return Err("--db-cpus and --db-warm apply to --db neo4j only".to_string());
         }
         let db_warm = match self.db {
-            BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 60 })),
+            BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 180 })),
             _ => Duration::ZERO,
         };
         let requests = self.requests.unwrap_or(if self.quick { 600 } else { 100_000 });

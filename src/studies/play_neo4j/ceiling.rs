@@ -5,9 +5,11 @@
 //! endpoint is measured against: a server that reaches it adds nothing of its
 //! own to the database's limit.
 //!
-//! Measured once per bench, after the database is warmed and before the
-//! matrix, with the client pinned where the servers run (the database keeps
-//! its own CPUs), so the ceiling and the servers meet the same placement.
+//! Measured twice per bench, after the database is warm: before the matrix
+//! and again after it, so that the two bracket the matrix (a database still
+//! warming, or one the matrix slowed, shows as drift between them). The
+//! client is pinned where the servers run (the database keeps its own
+//! CPUs), so the ceiling and the servers meet the same placement.
 //! The database's CPU is read from /proc over exactly the measured window
 //! (the client marks its start on stderr).
 
@@ -53,6 +55,35 @@ pub struct Ceiling {
     pub client_cpu_per_read_us: Option<f64>,
     /// Neo4j's CPU per read over the window (µs), from /proc.
     pub db_cpu_per_query_us: Option<f64>,
+    /// What set it: `database` (Neo4j's CPUs were busy), `client` (the
+    /// driver's), or `neither` (both had time to spare: the reads in
+    /// flight and their latency did), from the CPU each spent per read.
+    #[serde(default)]
+    pub bound: Option<String>,
+}
+
+/// A process whose CPUs were this busy is taken as the one that set a rate.
+const SATURATED: f64 = 0.85;
+
+/// Which side set a ceiling of `reads_per_s`: the database, on `db_cpus`
+/// CPUs at `db_us` per read, or the client, on `client_cpus` at `client_us`.
+pub fn bound(
+    reads_per_s: f64,
+    db_us: Option<f64>,
+    db_cpus: usize,
+    client_us: Option<f64>,
+    client_cpus: usize,
+) -> String {
+    let busy = |us: Option<f64>, cpus: usize| us.map(|us| us * reads_per_s / 1e6 / cpus.max(1) as f64);
+    match (busy(db_us, db_cpus), busy(client_us, client_cpus)) {
+        (Some(db), Some(client)) if db >= SATURATED && db >= client => "database",
+        (Some(db), Some(client)) if client >= SATURATED && client > db => "client",
+        (Some(db), None) if db >= SATURATED => "database",
+        (None, Some(client)) if client >= SATURATED => "client",
+        (Some(_), Some(_)) => "neither",
+        _ => "unknown",
+    }
+    .to_string()
 }
 
 /// How long the ceiling is measured: 10 s after 5 s of warm-up; 3 after 2
@@ -73,6 +104,7 @@ pub fn measure(
     db: &ManagedNeo4j,
     nodes: u64,
     cpus: Option<&str>,
+    cpu_counts: (usize, usize),
     quick: bool,
 ) -> Result<Ceiling, String> {
     if !peers.is_built(PEER) {
@@ -153,7 +185,11 @@ pub fn measure(
         (Some(a), Some(b)) if reads > 0 => Some(b.saturating_sub(a).as_secs_f64() * 1e6 / reads as f64),
         _ => None,
     };
+    let reads_per_s = num("reads_per_s").unwrap_or(0.0);
+    let client_cpu_per_read_us = num("client_cpu_us_per_read");
+    let (db_cpus, client_cpus) = cpu_counts;
     Ok(Ceiling {
+        bound: Some(bound(reads_per_s, db_cpu_per_query_us, db_cpus, client_cpu_per_read_us, client_cpus)),
         client: format!(
             "{PEER}: neo4j-java-driver 4.4.20, async API, {CONCURRENCY} reads in flight, no HTTP"
         ),
@@ -161,12 +197,12 @@ pub fn measure(
         seconds: seconds.as_secs_f64(),
         warmup_s: warmup.as_secs_f64(),
         reads,
-        reads_per_s: num("reads_per_s").unwrap_or(0.0),
+        reads_per_s,
         p50_ms: num("p50_us").unwrap_or(0.0) / 1000.0,
         p99_ms: num("p99_us").unwrap_or(0.0) / 1000.0,
         errors: v.get("errors").and_then(serde_json::Value::as_u64).unwrap_or(0),
         wrong_answers: v.get("wrong_answers").and_then(serde_json::Value::as_u64).unwrap_or(0),
-        client_cpu_per_read_us: num("client_cpu_us_per_read"),
+        client_cpu_per_read_us,
         db_cpu_per_query_us,
     })
 }
@@ -175,16 +211,34 @@ pub fn measure(
 pub fn describe(c: &Ceiling) -> String {
     format!(
         "Neo4j's ceiling: {:.0} reads/s (p50 {:.1} ms, p99 {:.1} ms, {} errors, {} wrong answers; Neo4j {} µs CPU \
-         per read; {} on {}, {:.0} s after {:.0} s of warm-up)",
+         per read, the client {} µs; set by the {}; {} on {}, {:.0} s after {:.0} s of warm-up)",
         c.reads_per_s,
         c.p50_ms,
         c.p99_ms,
         c.errors,
         c.wrong_answers,
         c.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
+        c.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}")),
+        c.bound.as_deref().unwrap_or("unknown"),
         c.client,
         c.cpus,
         c.seconds,
         c.warmup_s
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_side_whose_cpus_were_busy_set_the_ceiling() {
+        // 2,937 reads/s at 352 µs of Neo4j CPU each on one CPU: 103 % busy.
+        assert_eq!(bound(2937.0, Some(352.0), 1, Some(60.0), 1), "database");
+        // The driver at 300 µs a read on one CPU, Neo4j at 150.
+        assert_eq!(bound(3000.0, Some(150.0), 1, Some(300.0), 1), "client");
+        // Neither above 85 %: the reads in flight and their latency set it.
+        assert_eq!(bound(1000.0, Some(150.0), 1, Some(100.0), 1), "neither");
+        assert_eq!(bound(1000.0, None, 1, None, 1), "unknown");
+    }
 }

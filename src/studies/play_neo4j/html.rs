@@ -84,7 +84,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
         body += &format!("<p class=\"warn\">{}</p>", escape(&warning));
     }
     if p.quick {
-        body += "<p class=\"warn\">--quick run: a small matrix for a first look. Use the default run for conclusions.</p>";
+        body += &format!("<p class=\"warn\"><strong>{}</strong></p>", escape(&tables::first_look(results)));
     }
     if results.interrupted {
         body += "<p class=\"fail\">This run was interrupted: the results below are partial.</p>";
@@ -94,6 +94,15 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
         body += &table(&f);
         body += "</div>";
     }
+    // The answer first: the servers side by side and their chart, then why.
+    body += &format!(
+        "<h2>Side by side: each server here and the seed's published run</h2><p>Database: {}. Placement: {}.</p>",
+        escape(&results.conditions.database_name),
+        escape(&tables::placement(results))
+    );
+    body += &table(&tables::side_by_side(results));
+    let (first, rest): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| c.file == "side_by_side.svg");
+    body += &charts_html(first);
     body += "<h2>Reading</h2><ul class=\"reading\">";
     for s in reading {
         body += &format!("<li>{}</li>", escape(s));
@@ -101,12 +110,6 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += "</ul>";
     body += "<h2>Results, in the seed's columns</h2><p>Times in ms, measured by the load generator.</p>";
     body += &table(&tables::seed_columns(results));
-    body += &format!(
-        "<h2>Side by side: each server here and the seed's published run</h2><p>Database: {}. Placement: {}.</p>",
-        escape(&results.conditions.database_name),
-        escape(&tables::placement(results))
-    );
-    body += &table(&tables::side_by_side(results));
     body += "<h2>Normalized to /test, beside the seed</h2>";
     body += "<p>Absolute numbers from different machines do not compare; the fraction of the HTTP stack's ceiling \
              each model keeps does. The seed's figures are the better of its two runs, on a 4-core laptop.</p>";
@@ -114,7 +117,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += &table(&tables::normalized(results));
     body += "</div>";
     body += "<h2>Charts</h2>";
-    body += &charts_html(charts);
+    body += &charts_html(rest);
     body += "<h2>What the server said about itself</h2>";
     body += "<p>Sampled from each server's <code>/metrics</code> every 250 ms during the run, and from /proc.</p>";
     body += &table(&tables::extra_columns(results));

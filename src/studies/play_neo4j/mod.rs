@@ -75,7 +75,12 @@ pub const STUDY: Study = Study {
         let results = bench_run(&args);
         let ran = results.as_ref().ok().map(ran_lines).unwrap_or_default();
         let versions = results.as_ref().map(|r| r.conditions.versions.clone()).unwrap_or_default();
-        StudyRun { outcome: results.map(|_| ()), ran, skipped, versions }
+        let answer = results.as_ref().map(reading::answer).unwrap_or_default();
+        let chart = results
+            .as_ref()
+            .ok()
+            .and_then(|r| charts::all(r).into_iter().find(|c| c.file == "side_by_side.svg"));
+        StudyRun { outcome: results.map(|_| ()), answer, chart, ran, skipped, versions }
     },
 };
 
@@ -158,6 +163,9 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
     watch_for_interrupt(interrupt.clone());
     let results = run::run(&plan, &interrupt)?;
     let written = report::write_all(&results, &plan.out)?;
+    if results.conditions.parameters.quick {
+        println!("{}\n", tables::first_look(&results));
+    }
     print!("{}", tables::seed_columns(&results).markdown());
     println!();
     println!("database: {}", results.conditions.database_name);

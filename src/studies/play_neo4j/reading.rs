@@ -2,7 +2,7 @@
 //! runtime figure that explains each result. Every sentence is computed from
 //! the recorded figures; where a figure is missing the sentence is left out.
 
-use super::results::{BLOCKLAB, BenchResults, RunRecord, RunStatus, TestId, TestRecord};
+use super::results::{BLOCKLAB, BenchResults, RunRecord, RunStatus, SHARE_LIMIT, Spread, TestId, TestRecord};
 use super::tables::{ms, pct, rps};
 use super::test_id::HasTestId;
 use crate::server::Endpoint;
@@ -211,12 +211,24 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     let mut out = Vec::new();
     let targets = results.target_names();
     let c = &results.conditions;
-    if c.db_warm_s > 0.0 {
+    if let Some(w) = &c.warm_up {
+        let costs: Vec<String> = w.cpu_per_read_us.iter().map(|u| format!("{u:.0}")).collect();
         out.push(format!(
-            "The database, {}, was warmed for {:.0} s under load before the matrix: Neo4j's JIT makes a query \
-             about 3× cheaper over its first ~2 minutes, and a cold one would make whichever server ran first \
-             look slow.",
-            c.database_name, c.db_warm_s
+            "The database, {}, was warmed under load before the matrix until its CPU per read stopped falling \
+             (Neo4j's JIT makes a query about 3× cheaper over its first ~2 minutes, and a cold one would make \
+             whichever server ran first look slow): {:.0} s, its CPU per read in each window {} µs{}.",
+            c.database_name,
+            w.seconds,
+            costs.join(", "),
+            if w.settled {
+                ", the last two within 5 % of each other: warm".to_string()
+            } else {
+                format!(
+                    ", and it had not settled when the maximum ({:.0} s, --db-warm) ran out: every figure below \
+                     may still carry the database's drift",
+                    w.max_s
+                )
+            }
         ));
     }
     if let Some(ceiling) = &c.ceiling {
@@ -255,12 +267,13 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             .collect();
         let (a, b) = (best[0].1, best[1].1);
         out.push(format!(
-            "{}: {}; {} ÷ {} = {:.2} in requests/s, {} in server CPU per request.",
+            "{}: {}; {} ÷ {} = {:.2} in requests/s{}, {} in server CPU per request.",
             endpoint.path(),
             parts.join("; "),
             best[0].0,
             best[1].0,
             if b.rps > 0.0 { a.rps / b.rps } else { 0.0 },
+            compare(results, (best[0].0, best[1].0), id),
             if a.server_cpu_per_request_us > 0.0 && b.server_cpu_per_request_us > 0.0 {
                 format!("{:.2}", a.server_cpu_per_request_us / b.server_cpu_per_request_us)
             } else {
@@ -271,10 +284,15 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     out
 }
 
-/// Neo4j's own ceiling, and every non-blocking database endpoint of every
-/// target as a share of it (reads per second ÷ the ceiling's).
-fn ceiling_sentence(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -> String {
+/// Neo4j's own ceiling, measured before and after the matrix, what set it,
+/// and every non-blocking database endpoint of every target as a share of
+/// the higher of the two (reads per second ÷ the ceiling's). A share above
+/// [`SHARE_LIMIT`] is not given as a figure: the sentence says why it cannot be one.
+fn ceiling_sentence(results: &BenchResults, before: &super::ceiling::Ceiling) -> String {
+    let c = &results.conditions;
+    let ceiling = c.ceiling_reads_per_s().unwrap_or(before.reads_per_s).max(1e-9);
     let mut shares = Vec::new();
+    let mut above = Vec::new();
     for endpoint in [
         Endpoint::GetDataAsync,
         Endpoint::GetDataAsync2,
@@ -287,47 +305,63 @@ fn ceiling_sentence(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -
             .iter()
             .filter_map(|t| {
                 let r = results.test(t, id).and_then(TestRecord::best)?;
-                Some(format!(
-                    "{t} {:.2}",
-                    r.rps * super::results::reads_per_request(endpoint) / ceiling.reads_per_s.max(1e-9)
-                ))
+                let share = r.rps * super::results::reads_per_request(endpoint) / ceiling;
+                if share > SHARE_LIMIT {
+                    above.push(format!("{t} {} ({share:.2})", endpoint.path()));
+                    return Some(format!("{t} above it"));
+                }
+                Some(format!("{t} {share:.2}"))
             })
             .collect();
         if !per_target.is_empty() {
             shares.push(format!("{} {}", endpoint.path(), per_target.join(", ")));
         }
     }
-    let above = shares_above_one(results, ceiling);
-    let warming = if above {
-        format!(
-            " Shares above 1 mean Neo4j answered faster after the ceiling was measured: it was still warming \
-             (warmed {:.0} s; its CPU per read falls for ~2 minutes of load), so read them as a lower bound of \
-             the ceiling, not as servers beating it.",
-            results.conditions.db_warm_s
-        )
-    } else {
+    let bracket = match (&c.ceiling_after, c.ceiling_drift()) {
+        (Some(after), Some(drift)) => format!(
+            "; measured again after the matrix: {} reads/s ({:+.0} %; the shares are taken against the higher{})",
+            rps(after.reads_per_s),
+            drift * 100.0,
+            if drift.abs() > 0.1 { ": the database's speed drifted during the matrix" } else { "" }
+        ),
+        _ => "; not measured again after the matrix".to_string(),
+    };
+    let bound = match before.bound.as_deref() {
+        Some("database") => " It was set by the database: Neo4j's CPUs were busy.".to_string(),
+        Some("client") => format!(
+            " It was set by its client, not by Neo4j: the Java driver spent {} µs of CPU per read on the \
+             servers' cores, so it is a lower bound of Neo4j's own.",
+            before.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
+        ),
+        Some("neither") => {
+            " Neither Neo4j's CPUs nor the client's were saturated: the reads in flight and their \
+             latency set it."
+                .to_string()
+        }
+        _ => String::new(),
+    };
+    let drifted = if above.is_empty() {
         String::new()
+    } else {
+        format!(
+            " Above the ceiling, so not shares: {}. A server cannot read faster than the database answers a bare \
+             driver; the database answered faster while these ran than when its ceiling was measured (it drifted: \
+             still warming, or the ceiling's client was the limit), so the ceiling is a lower bound here.",
+            above.join(", ")
+        )
     };
     format!(
         "Neo4j's own ceiling for the read, straight through the Java driver's async API with no HTTP ({} in flight, \
-         on {}, where the servers run): {} reads/s, p99 {} ms, {} µs of Neo4j's CPU per read. The non-blocking \
-         endpoints' reads per second as a share of it (1.00: the server adds no limit of its own; the two-read \
-         endpoints count two reads a request): {}.{warming}",
+         on {}, where the servers run): {} reads/s before the matrix, p99 {} ms, {} µs of Neo4j's CPU per \
+         read{bracket}.{bound} The non-blocking endpoints' reads per second as a share of it (1.00: the server \
+         adds no limit of its own; the two-read endpoints count two reads a request): {}.{drifted}",
         super::ceiling::CONCURRENCY,
-        ceiling.cpus,
-        rps(ceiling.reads_per_s),
-        ms(ceiling.p99_ms),
-        ceiling.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
+        before.cpus,
+        rps(before.reads_per_s),
+        ms(before.p99_ms),
+        before.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
         if shares.is_empty() { "none ran".to_string() } else { shares.join("; ") }
     )
-}
-
-/// Whether a database endpoint read faster than the ceiling (by more than 10 %).
-fn shares_above_one(results: &BenchResults, ceiling: &super::ceiling::Ceiling) -> bool {
-    results.tests.iter().any(|t| {
-        let reads = super::results::reads_of_test(t.test_id);
-        t.best().is_some_and(|r| r.rps * reads > 1.1 * ceiling.reads_per_s)
-    })
 }
 
 /// The blocking endpoints (2 and 5) side by side, with why they differ: blocklab's
@@ -365,6 +399,76 @@ fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String
         out.push(format!("{} (blocking): {}.", endpoint.path(), parts.join("; ")));
     }
     out
+}
+
+/// Study 1's answer in a sentence or two, for the index page: what blocking
+/// cost blocklab (its blocking `/getData` against its non-blocking
+/// `/getDataAsync`), and how it stood beside the seed's app, each with the
+/// range over its runs.
+pub fn answer(results: &BenchResults) -> Vec<String> {
+    let mut out = Vec::new();
+    if results.conditions.parameters.quick {
+        out.push(super::tables::first_look(results));
+    }
+    let range_of = |t: &str, e: Endpoint| results.test(t, e.test_id()?)?.range(|r| r.rps);
+    let rate = |s: Spread| format!("{} req/s{}", rps(s.max), s.range_text(rps));
+    if let (Some(blocking), Some(async_)) =
+        (range_of(BLOCKLAB, Endpoint::GetData), range_of(BLOCKLAB, Endpoint::GetDataAsync))
+    {
+        let ratio = async_.max / blocking.max.max(1e-9);
+        let verdict = if async_.runs < 2 || blocking.runs < 2 {
+            "one run each, so no difference is claimed".to_string()
+        } else if async_.min > blocking.max {
+            format!("non-blocking was faster in every run, {ratio:.2}× at best")
+        } else if async_.overlaps(&blocking) {
+            "their runs overlap: no difference measured".to_string()
+        } else {
+            format!("blocking was faster in every run ({ratio:.2}×)")
+        };
+        out.push(format!(
+            "blocklab on {}: the non-blocking /getDataAsync at {} against the blocking /getData at {}: {verdict}.",
+            results.conditions.database_name.split(" (").next().unwrap_or(""),
+            rate(async_),
+            rate(blocking)
+        ));
+    }
+    let targets = results.target_names();
+    if let Some(peer) = targets.iter().find(|t| **t != BLOCKLAB)
+        && let Some(id) = Endpoint::GetDataAsync.test_id()
+        && results.test(BLOCKLAB, id).and_then(TestRecord::best).is_some()
+        && results.test(peer, id).and_then(TestRecord::best).is_some()
+    {
+        out.push(format!(
+            "Beside {peer}, /getDataAsync: blocklab ÷ {peer} = {:.2}{}.",
+            results.test(BLOCKLAB, id).and_then(TestRecord::best).map_or(0.0, |r| r.rps)
+                / results.test(peer, id).and_then(TestRecord::best).map_or(1.0, |r| r.rps.max(1e-9)),
+            compare(results, (BLOCKLAB, peer), id)
+        ));
+    }
+    out
+}
+
+/// How two targets' requests per second compare over their runs: the range
+/// of the ratio, and "faster" only when their ranges do not overlap.
+fn compare(results: &BenchResults, (a, b): (&str, &str), id: TestId) -> String {
+    let spread = |t: &str| results.test(t, id).and_then(|t| t.range(|r| r.rps));
+    let (Some(sa), Some(sb)) = (spread(a), spread(b)) else { return String::new() };
+    let range = Spread::ratio(sa, sb).map_or(String::new(), |r| r.range_text(|v| format!("{v:.2}")));
+    if sa.runs < 2 || sb.runs < 2 {
+        format!("{range} (one run each: no spread, so no difference can be claimed)")
+    } else if sa.overlaps(&sb) {
+        format!(
+            "{range}: their runs overlap ({}–{} and {}–{} req/s), so no difference measured",
+            rps(sa.min),
+            rps(sa.max),
+            rps(sb.min),
+            rps(sb.max)
+        )
+    } else if sa.min > sb.max {
+        format!("{range}: {a} is faster in every run")
+    } else {
+        format!("{range}: {b} is faster in every run")
+    }
 }
 
 /// Each target's best run of Test ID `id`, for the targets that have one.

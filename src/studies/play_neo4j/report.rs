@@ -38,6 +38,9 @@ pub fn write_all(results: &BenchResults, dir: &Path) -> anyhow::Result<Vec<PathB
 /// `results.md`.
 pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
     let mut out = String::from("# blocklab bench — the seed study, reproduced\n\n");
+    if results.conditions.parameters.quick {
+        out += &format!("**{}**\n\n", tables::first_look(results));
+    }
     if results.interrupted {
         out += "**Interrupted: partial results.**\n\n";
     }

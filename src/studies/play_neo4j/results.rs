@@ -171,6 +171,52 @@ impl TestRecord {
     pub fn best(&self) -> Option<&RunRecord> {
         self.runs.iter().max_by(|a, b| a.rps.total_cmp(&b.rps))
     }
+
+    /// The lowest and highest of a figure over its runs: the spread every
+    /// comparison is read against.
+    pub fn range(&self, figure: impl Fn(&RunRecord) -> f64) -> Option<Spread> {
+        Spread::of(self.runs.iter().map(figure))
+    }
+}
+
+/// The lowest and highest value of a figure across the runs it was made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The lowest.
+    pub min: f64,
+    /// The highest.
+    pub max: f64,
+    /// How many runs.
+    pub runs: usize,
+}
+
+impl Spread {
+    /// The spread of `values` (`None` when there are none).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+        values.into_iter().filter(|v| v.is_finite()).fold(None, |acc, v| {
+            Some(match acc {
+                None => Spread { min: v, max: v, runs: 1 },
+                Some(s) => Spread { min: s.min.min(v), max: s.max.max(v), runs: s.runs + 1 },
+            })
+        })
+    }
+
+    /// The spread of `a ÷ b`: from the lowest a over the highest b to the
+    /// highest a over the lowest b.
+    pub fn ratio(a: Spread, b: Spread) -> Option<Spread> {
+        (b.min > 0.0).then(|| Spread { min: a.min / b.max, max: a.max / b.min, runs: a.runs.min(b.runs) })
+    }
+
+    /// Whether the two ranges share any value: if they do, no difference
+    /// between them was measured.
+    pub fn overlaps(&self, other: &Spread) -> bool {
+        self.min <= other.max && other.min <= self.max
+    }
+
+    /// `"(lo–hi)"` with `fmt`, or nothing for one run.
+    pub fn range_text(&self, fmt: impl Fn(f64) -> String) -> String {
+        if self.runs < 2 { String::new() } else { format!(" ({}–{})", fmt(self.min), fmt(self.max)) }
+    }
 }
 
 /// Every parameter of the run.
@@ -226,13 +272,63 @@ pub struct Conditions {
     pub database_name: String,
     /// How long the database was warmed before the matrix (s; 0: not warmed).
     pub db_warm_s: f64,
+    /// How the warm-up went, window by window (`null`: not warmed).
+    #[serde(default)]
+    pub warm_up: Option<WarmUp>,
     /// The servers measured, each with its versions.
     pub targets: Vec<String>,
     /// Neo4j's own ceiling for the read, when the bench started Neo4j and the
     /// ceiling client is built (`null` otherwise).
     #[serde(default)]
     pub ceiling: Option<super::ceiling::Ceiling>,
+    /// The same ceiling measured again after the matrix: the two bracket
+    /// it, and the shares are taken against the higher (`null`: not measured).
+    #[serde(default)]
+    pub ceiling_after: Option<super::ceiling::Ceiling>,
 }
+
+impl Conditions {
+    /// The ceiling the shares are taken against: the higher of the two
+    /// measurements (a database still warming, or slowed by the matrix,
+    /// gives the lower).
+    pub fn ceiling_reads_per_s(&self) -> Option<f64> {
+        [&self.ceiling, &self.ceiling_after]
+            .into_iter()
+            .flatten()
+            .map(|c| c.reads_per_s)
+            .filter(|r| *r > 0.0)
+            .reduce(f64::max)
+    }
+
+    /// The ceiling's change from before the matrix to after, as a fraction
+    /// of the first (`+0.20`: 20 % more reads/s after).
+    pub fn ceiling_drift(&self) -> Option<f64> {
+        let (before, after) = (self.ceiling.as_ref()?, self.ceiling_after.as_ref()?);
+        (before.reads_per_s > 0.0).then(|| after.reads_per_s / before.reads_per_s - 1.0)
+    }
+}
+
+/// How the database was warmed: load in windows until its CPU per read
+/// stopped falling, or until `--db-warm` ran out.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WarmUp {
+    /// Seconds of load in all.
+    pub seconds: f64,
+    /// The database's CPU per read in each window (µs), in order.
+    pub cpu_per_read_us: Vec<f64>,
+    /// Whether its CPU per read settled (two windows in a row within
+    /// [`WARM_SETTLED`] of each other) before the maximum ran out.
+    pub settled: bool,
+    /// The maximum (`--db-warm`), s.
+    pub max_s: f64,
+}
+
+/// How close two windows' CPU per read must be for the database to count as warm.
+pub const WARM_SETTLED: f64 = 0.05;
+
+/// A share of the database's ceiling above which a figure is not read as one:
+/// a server cannot read faster than the database answers a bare driver.
+pub const SHARE_LIMIT: f64 = 1.05;
 
 /// An API's best RPS as a fraction of `/test`, beside the seed's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::results::{
-    BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord,
+    BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord, WARM_SETTLED,
+    WarmUp,
 };
 use super::test_id::{HasTestId, MEASURED};
 use crate::graph::{DbUrl, EmbeddedRead};
@@ -162,6 +163,8 @@ struct Database {
     managed: Option<ManagedNeo4j>,
     /// Its name, version and CPUs, as every output names it.
     name: String,
+    /// How a managed database was warmed.
+    warm_up: Option<WarmUp>,
 }
 
 /// Runs the matrix. `interrupt` is checked between and during runs.
@@ -172,26 +175,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     // Started (and, when managed, seeded and warmed) first; dropped last,
     // which stops and wipes a managed one on every path out of here.
     let database = open_database(plan, interrupt)?;
-    let ceiling = match (&database.managed, &plan.available.peers) {
-        (Some(db), peers) if !interrupt.load(Relaxed) => {
-            let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-            eprintln!(
-                "bench: measuring Neo4j's ceiling for the read ({}: the Java driver, no HTTP, where the servers run)",
-                super::ceiling::PEER
-            );
-            match super::ceiling::measure(peers, db, plan.nodes, pin.as_deref(), plan.quick) {
-                Ok(c) => {
-                    eprintln!("bench: {}", super::ceiling::describe(&c));
-                    Some(c)
-                }
-                Err(why) => {
-                    eprintln!("bench: no ceiling: {why}");
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
+    let ceiling = measure_ceiling(plan, &database, "before the matrix", interrupt);
     let total = plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -288,6 +272,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         tests.push(record);
     }
     bar.finish_and_clear();
+    let ceiling_after = if ceiling.is_some() && !interrupted {
+        measure_ceiling(plan, &database, "again after the matrix", interrupt)
+    } else {
+        None
+    };
     let info_value = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let conditions = Conditions {
         machine: conditions::machine(),
@@ -315,9 +304,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         versions: conditions::versions(),
         database: describe_db(plan, &database),
         database_name: database.name.clone(),
-        db_warm_s: if database.managed.is_some() { plan.db_warm.as_secs_f64() } else { 0.0 },
+        db_warm_s: database.warm_up.as_ref().map_or(0.0, |w| w.seconds),
+        warm_up: database.warm_up.clone(),
         targets: plan.targets.iter().map(Target::describe).collect(),
         ceiling,
+        ceiling_after,
     };
     drop(database);
     let seed = super::results::seed_table();
@@ -347,7 +338,7 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
                 DbUrl::Falkor(_) => format!("FalkorDB at {url} (run by the user)"),
                 DbUrl::Neo4j(_) => format!("Neo4j at {url} (run by the user; its CPU not measured)"),
             };
-            return Ok(Database { url: url.clone(), managed: None, name });
+            return Ok(Database { url: url.clone(), managed: None, name, warm_up: None });
         }
         BenchDb::Managed => {}
     }
@@ -365,7 +356,7 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
         if pin.is_some() { format!("CPU {cpus}") } else { "not pinned".to_string() }
     );
     eprintln!("bench: {name} up in {:.1} s; seeding {} nodes", started.elapsed().as_secs_f64(), plan.nodes);
-    let database = Database { url, managed: Some(neo4j), name };
+    let mut database = Database { url, managed: Some(neo4j), name, warm_up: None };
     let seeded = Command::new(&plan.exe)
         .args(["seed", "--nodes", &plan.nodes.to_string()])
         .env("BLOCKLAB_DB", database.url.full_url())
@@ -382,49 +373,119 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
         );
     }
     if !plan.db_warm.is_zero() && !interrupt.load(Relaxed) {
-        warm(plan, &database)?;
+        database.warm_up = Some(warm(plan, &database, interrupt)?);
     }
     Ok(database)
 }
 
-/// Warms the database: its JIT compiles the query path under load, and its
-/// CPU per query falls about 3x over the first ~2 minutes. A measurement on
-/// a cold Neo4j is wrong by that much (a by-hand comparison once made the
-/// server measured second look 3.7x faster), so every target meets a warm one.
-/// Load: blocklab's `/getDataAsync`, -c 64, for `--db-warm`.
-fn warm(plan: &BenchPlan, database: &Database) -> anyhow::Result<()> {
+/// Neo4j's ceiling for the read (a managed Neo4j only), measured `when`.
+fn measure_ceiling(
+    plan: &BenchPlan,
+    database: &Database,
+    when: &str,
+    interrupt: &AtomicBool,
+) -> Option<super::ceiling::Ceiling> {
+    let db = database.managed.as_ref().filter(|_| !interrupt.load(Relaxed))?;
+    let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
     eprintln!(
-        "bench: warming Neo4j for {} (blocklab /getDataAsync, -c 64; its JIT makes a query ~3x cheaper over \
-         the first ~2 minutes of load; --db-warm DUR changes this)",
+        "bench: measuring Neo4j's ceiling for the read {when} ({}: the Java driver, no HTTP, where the servers run)",
+        super::ceiling::PEER
+    );
+    let counts = (plan.db_cpus.len(), plan.placement.server_cpus.len());
+    match super::ceiling::measure(&plan.available.peers, db, plan.nodes, pin.as_deref(), counts, plan.quick) {
+        Ok(c) => {
+            eprintln!("bench: {}", super::ceiling::describe(&c));
+            Some(c)
+        }
+        Err(why) => {
+            eprintln!("bench: no ceiling {when}: {why}");
+            None
+        }
+    }
+}
+
+/// One window of the warm-up's load.
+const WARM_WINDOW: Duration = Duration::from_secs(15);
+
+/// Warms the database until it is warm: its JIT compiles the query path
+/// under load, and its CPU per query falls about 3x over the first ~2
+/// minutes on a fresh machine. A measurement on a cold Neo4j is wrong by
+/// that much (a by-hand comparison once made the server measured second
+/// look 3.7x faster; a ceiling measured cold made every server read
+/// "faster" than the database), so every target meets a warm one. Load:
+/// blocklab's `/getDataAsync`, -c 64, in windows of 15 s; it stops when two
+/// windows in a row cost Neo4j the same CPU per read within 5 %, or when
+/// `--db-warm` (the maximum) runs out, and says which.
+fn warm(plan: &BenchPlan, database: &Database, interrupt: &AtomicBool) -> anyhow::Result<WarmUp> {
+    eprintln!(
+        "bench: warming Neo4j until its CPU per read stops falling (windows of {} s, at most {}; blocklab \
+         /getDataAsync, -c 64; --db-warm DUR sets the maximum)",
+        WARM_WINDOW.as_secs(),
         humantime::format_duration(plan.db_warm)
     );
-    let cpu_before = database.managed.as_ref().and_then(ManagedNeo4j::cpu_time);
     let mut server = start_server(plan, &Target::Blocklab(None), database, TestId(0))
         .map_err(|e| anyhow::anyhow!("the warm-up server failed to start: {e}"))?;
-    let json = plan.out.join("raw/warm-up.json");
-    let stop = ["-z".to_string(), format!("{}ms", plan.db_warm.as_millis().max(1))];
     let url = format!("http://{}/getDataAsync", server.addr());
-    let mut load = load_command(plan, &url, &json, plan.connections.min(64), &stop);
-    load.stdout(Stdio::null()).stderr(Stdio::null());
-    let status = load.status();
-    server.stop(Duration::from_secs(15));
-    let report: Option<LoadReport> =
-        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
-    let cpu = match (cpu_before, database.managed.as_ref().and_then(ManagedNeo4j::cpu_time)) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => Duration::ZERO,
-    };
-    match report {
-        Some(r) if r.completed > 0 => eprintln!(
-            "bench: warmed: {} reads in {:.0} s ({:.0} req/s), Neo4j {:.0} µs CPU per read on average while warming",
-            r.completed,
-            r.duration_s,
+    let started = Instant::now();
+    let mut costs: Vec<f64> = Vec::new();
+    let mut settled = false;
+    while !settled && !interrupt.load(Relaxed) {
+        let left = plan.db_warm.saturating_sub(started.elapsed());
+        if left < Duration::from_secs(1) {
+            break;
+        }
+        let window = left.min(WARM_WINDOW);
+        let json = plan.out.join(format!("raw/warm-up-{}.json", costs.len() + 1));
+        let stop = ["-z".to_string(), format!("{}ms", window.as_millis())];
+        let mut load = load_command(plan, &url, &json, plan.connections.min(64), &stop);
+        load.stdout(Stdio::null()).stderr(Stdio::null());
+        let cpu_before = database.managed.as_ref().and_then(ManagedNeo4j::cpu_time);
+        let status = load.status();
+        let cpu = match (cpu_before, database.managed.as_ref().and_then(ManagedNeo4j::cpu_time)) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => Duration::ZERO,
+        };
+        let report: Option<LoadReport> =
+            std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
+        let Some(r) = report.filter(|r| r.completed > 0) else {
+            server.stop(Duration::from_secs(15));
+            anyhow::bail!("warming the database answered nothing ({status:?})");
+        };
+        let cost = cpu.as_secs_f64() * 1e6 / r.completed as f64;
+        settled = costs.last().is_some_and(|last| (cost - last).abs() <= WARM_SETTLED * last);
+        costs.push(cost);
+        eprintln!(
+            "bench: warm-up window {}: {:.0} req/s, Neo4j {cost:.0} µs CPU per read{}",
+            costs.len(),
             r.rps,
-            cpu.as_secs_f64() * 1e6 / r.completed as f64
-        ),
-        _ => anyhow::bail!("warming the database answered nothing ({status:?})"),
+            if settled { " (within 5 % of the window before: warm)" } else { "" }
+        );
     }
-    Ok(())
+    server.stop(Duration::from_secs(15));
+    let warm_up = WarmUp {
+        seconds: started.elapsed().as_secs_f64(),
+        cpu_per_read_us: costs,
+        settled,
+        max_s: plan.db_warm.as_secs_f64(),
+    };
+    eprintln!(
+        "bench: {}",
+        if warm_up.settled {
+            format!(
+                "warmed in {:.0} s: Neo4j {:.0} µs CPU per read at the end",
+                warm_up.seconds,
+                warm_up.cpu_per_read_us.last().copied().unwrap_or(0.0)
+            )
+        } else {
+            format!(
+                "warmed for {:.0} s, the maximum, and its CPU per read had not settled ({:.0} µs at the end): \
+                 figures may still drift",
+                warm_up.seconds,
+                warm_up.cpu_per_read_us.last().copied().unwrap_or(0.0)
+            )
+        }
+    );
+    Ok(warm_up)
 }
 
 /// A fresh server of `target` on `database`, pinned to the server's CPUs.
@@ -473,7 +534,8 @@ fn describe_db(plan: &BenchPlan, database: &Database) -> String {
             plan.db_client.join(" "),
             if database.managed.is_some() {
                 format!(
-                    "; seeded and warmed for {} before the matrix, stopped and wiped after",
+                    "; seeded and warmed (until its CPU per read settled, at most {}) before the matrix, \
+                     stopped and wiped after",
                     humantime::format_duration(plan.db_warm)
                 )
             } else {

@@ -1,7 +1,7 @@
 //! The tables of a bench report, built once as data and rendered as
 //! Markdown (results.md, stdout) or HTML (report.html).
 
-use super::results::{BenchResults, RunRecord, RunStatus, TestId, TestRecord};
+use super::results::{BenchResults, RunRecord, RunStatus, SHARE_LIMIT, Spread, TestId, TestRecord};
 use super::test_id::HasTestId;
 use crate::server::Endpoint;
 
@@ -105,18 +105,22 @@ fn us(v: Option<f64>) -> String {
 /// Per Test ID: every target here, the seed's published run, and the ratios
 /// (each target ÷ the seed, the first target ÷ each other), with the CPU each
 /// spent per request and what the database spent per request under it.
+/// Each figure is its best run's (as the seed reported the better of two),
+/// followed by its range over the runs in brackets when there were several.
 pub fn side_by_side(results: &BenchResults) -> Table {
     let targets = results.target_names();
+    let runs = results.conditions.parameters.runs;
+    let spread_note = if runs > 1 { format!(" (range of {runs} runs)") } else { String::new() };
     let mut headers = vec!["Test ID".to_string(), "API".to_string()];
     for t in &targets {
-        headers.push(format!("{t} RPS"));
+        headers.push(format!("{t} RPS{spread_note}"));
     }
     headers.push("seed RPS (Play, 2019)".to_string());
     for t in &targets {
         headers.push(format!("{t} ÷ seed"));
     }
     for other in targets.iter().skip(1) {
-        headers.push(format!("{} ÷ {other}", targets[0]));
+        headers.push(format!("{} ÷ {other}{spread_note}", targets[0]));
     }
     for t in &targets {
         headers.push(format!("{t} p99 ms"));
@@ -126,10 +130,10 @@ pub fn side_by_side(results: &BenchResults) -> Table {
         headers.push(format!("{t} server CPU µs/req"));
         headers.push(format!("database CPU µs/req under {t}"));
     }
-    let ceiling = results.conditions.ceiling.as_ref().map(|c| c.reads_per_s).filter(|c| *c > 0.0);
-    if ceiling.is_some() {
+    let ceiling = results.conditions.ceiling_reads_per_s();
+    if let Some(c) = ceiling {
         for t in &targets {
-            headers.push(format!("{t} reads ÷ Neo4j's ceiling"));
+            headers.push(format!("{t} reads ÷ Neo4j's ceiling ({} reads/s)", rps(c)));
         }
     }
     let mut ids: Vec<TestId> = results.tests.iter().map(|t| t.test_id).collect();
@@ -138,8 +142,9 @@ pub fn side_by_side(results: &BenchResults) -> Table {
     let rows = ids
         .into_iter()
         .map(|id| {
-            let best: Vec<Option<&RunRecord>> =
-                targets.iter().map(|t| results.test(t, id).and_then(TestRecord::best)).collect();
+            let tests: Vec<Option<&TestRecord>> = targets.iter().map(|t| results.test(t, id)).collect();
+            let best: Vec<Option<&RunRecord>> = tests.iter().map(|t| t.and_then(TestRecord::best)).collect();
+            let spread = |i: usize, f: fn(&RunRecord) -> f64| tests[i].and_then(|t| t.range(f));
             let seed = results.seed.iter().find(|s| s.test_id == id);
             let api = results.tests.iter().find(|t| t.test_id == id).map_or(String::new(), |t| t.api.clone());
             let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
@@ -148,28 +153,50 @@ pub fn side_by_side(results: &BenchResults) -> Table {
             };
             let mut row = vec![id.to_string(), api];
             for (i, b) in best.iter().enumerate() {
-                row.push(b.map_or_else(|| not_run(results, targets[i], id), |r| rps(r.rps)));
+                row.push(b.map_or_else(
+                    || not_run(results, targets[i], id),
+                    |r| {
+                        let range = spread(i, |r| r.rps).map_or(String::new(), |s| s.range_text(rps));
+                        format!("{}{range}", rps(r.rps))
+                    },
+                ));
             }
             row.push(seed.map_or("—".to_string(), |s| rps(s.rps)));
             for b in &best {
                 row.push(ratio(b.map(|r| r.rps), seed.map(|s| s.rps)));
             }
-            for b in best.iter().skip(1) {
-                row.push(ratio(best[0].map(|r| r.rps), b.map(|r| r.rps)));
+            for (i, b) in best.iter().enumerate().skip(1) {
+                let range = match (spread(0, |r| r.rps), spread(i, |r| r.rps)) {
+                    (Some(a), Some(b)) => {
+                        Spread::ratio(a, b).map_or(String::new(), |s| s.range_text(|v| format!("{v:.2}")))
+                    }
+                    _ => String::new(),
+                };
+                row.push(format!("{}{range}", ratio(best[0].map(|r| r.rps), b.map(|r| r.rps))));
             }
-            for b in &best {
-                row.push(b.map_or("—".to_string(), |r| ms(r.p99_ms)));
+            for (i, b) in best.iter().enumerate() {
+                row.push(b.map_or("—".to_string(), |r| {
+                    format!(
+                        "{}{}",
+                        ms(r.p99_ms),
+                        spread(i, |r| r.p99_ms).map_or(String::new(), |s| s.range_text(ms))
+                    )
+                }));
             }
             row.push(seed.map_or("—".to_string(), |s| ms(s.p99_ms)));
-            for b in &best {
-                row.push(us(b.map(|r| r.server_cpu_per_request_us)));
+            for (i, b) in best.iter().enumerate() {
+                row.push(b.map_or("—".to_string(), |r| {
+                    let range = spread(i, |r| r.server_cpu_per_request_us)
+                        .map_or(String::new(), |s| s.range_text(|v| format!("{v:.0}")));
+                    format!("{}{range}", us(Some(r.server_cpu_per_request_us)))
+                }));
                 row.push(us(b.and_then(|r| r.db_cpu_per_request_us)));
             }
             if let Some(ceiling) = ceiling {
                 let reads = super::results::reads_of_test(id);
                 for b in &best {
                     row.push(match b {
-                        Some(r) if reads > 0.0 => format!("{:.2}", r.rps * reads / ceiling),
+                        Some(r) if reads > 0.0 => share_cell(r.rps * reads / ceiling),
                         _ => "—".to_string(),
                     });
                 }
@@ -178,6 +205,17 @@ pub fn side_by_side(results: &BenchResults) -> Table {
         })
         .collect();
     Table { headers, rows }
+}
+
+/// A share of the database's ceiling as a table cell: the figure when it
+/// can be one, and when it is above [`SHARE_LIMIT`] (a server reading faster
+/// than the database answers a bare driver), the reason in the cell itself.
+pub fn share_cell(share: f64) -> String {
+    if share <= SHARE_LIMIT {
+        format!("{share:.2}")
+    } else {
+        format!("{share:.2}: above the ceiling, so not a share (the database drifted: see the reading)")
+    }
 }
 
 /// Why a target has no figure for a Test ID: not served, failed, or not run.
@@ -359,14 +397,27 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
         ("started".to_string(), format!("{} (wall time {:.0} s)", results.started_at, results.wall_s)),
     ];
     if p.quick {
-        rows.push((
-            "mode".to_string(),
-            "--quick: a small matrix for a first look; not for conclusions".to_string(),
-        ));
+        rows.push(("mode".to_string(), first_look(results)));
     }
     let versions: Vec<String> = c.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
     rows.push(("versions".to_string(), versions.join(", ")));
     rows
+}
+
+/// The one line a `--quick` report opens with: what was too short for its
+/// figures to mean anything.
+pub fn first_look(results: &BenchResults) -> String {
+    let p = &results.conditions.parameters;
+    let warm = results.conditions.warm_up.as_ref().map_or(String::new(), |w| {
+        format!(", a database warmed for {:.0} s{}", w.seconds, if w.settled { "" } else { " (still cold)" })
+    });
+    format!(
+        "A first look (--quick): {} requests a run, {} run{}{warm}: too short for its figures to mean anything, and \
+         no ratio between targets below is a finding. Run without --quick for figures.",
+        p.requests,
+        p.runs,
+        if p.runs == 1 { "" } else { "s" }
+    )
 }
 
 #[cfg(test)]

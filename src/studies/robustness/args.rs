@@ -14,7 +14,9 @@ use crate::harness::target::{Target, Targets};
 pub const SWEEP_EXAMPLES: &str = "\
 Each level N: N connections opened first, then one GET /delay sent on every one at once.
 After each level: is the target alive, was it OOM-killed, does /test answer within 2 s?
-A target that died is reported with how and where; its later levels are not run.
+A target that died is reported with how and where; its later levels are not run. One that
+stopped answering and answered again within --recheck is reported as recovered (after how
+many seconds), and its later levels run.
 JVM targets are warmed up first (300 /test, 300 short /delay). Beyond 25,000 connections
 a level's connections come from 127.0.0.2, 127.0.0.3, …; a level that needs more
 descriptors than RLIMIT_NOFILE allows (the sweep raises it when it may) is not run.
@@ -159,6 +161,7 @@ impl SweepArgs {
             client: self.client,
             recheck: self.recheck.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 20 })),
             per_address: self.connections_per_address,
+            quick: self.quick,
         })
     }
 }

@@ -7,7 +7,10 @@ use plotters::prelude::*;
 
 use super::results::{Step, StepStatus, SweepResults};
 use super::seed::{MAX_MARKS, SEED_DELAY_MS, SUCCESS_MARKS, SeedMark};
-use crate::page::{Chart, DrawError, canvas, color, draw_legend, draw_line};
+use crate::page::{Chart, DrawError, Family, canvas, color, draw_family_line, draw_legend};
+
+/// One target's line: its name, its family and its points.
+type Line = (String, Family, Vec<(f64, f64)>);
 
 /// A chart's file, title, y axis and the figure of a step it draws.
 type ChartSpec = (&'static str, &'static str, &'static str, fn(&Step) -> Option<f64>);
@@ -34,7 +37,7 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
             "max.svg" if results.delay_ms == SEED_DELAY_MS => &MAX_MARKS,
             _ => &[],
         };
-        let lines: Vec<(String, Vec<(f64, f64)>)> = results
+        let lines: Vec<Line> = results
             .targets
             .iter()
             .map(|t| {
@@ -44,7 +47,7 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
                     .filter(|s| s.status == StepStatus::Run)
                     .filter_map(|s| Some((s.level as f64, value(s)?)))
                     .collect();
-                (t.name.clone(), points)
+                (t.name.clone(), t.family, points)
             })
             .collect();
         let title = format!("{title} over concurrent requests");
@@ -126,20 +129,15 @@ fn per_request_chart(results: &SweepResults) -> Result<String, DrawError> {
     Ok(svg)
 }
 
-fn lines_chart(
-    title: &str,
-    y_desc: &str,
-    lines: &[(String, Vec<(f64, f64)>)],
-    marks: &[SeedMark],
-) -> Result<String, DrawError> {
+fn lines_chart(title: &str, y_desc: &str, lines: &[Line], marks: &[SeedMark]) -> Result<String, DrawError> {
     let xs: Vec<f64> = lines
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+        .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
         .chain(marks.iter().map(|m| m.level))
         .collect();
     let ys: Vec<f64> = lines
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y))
         .chain(marks.iter().map(|m| m.value))
         .collect();
     let x_lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
@@ -148,7 +146,7 @@ fn lines_chart(
     let y_hi = ys.iter().copied().fold(0.0, f64::max).max(1.0) * 1.12;
     let mut svg = String::new();
     {
-        let root = canvas(&mut svg, (900, 460))?;
+        let root = canvas(&mut svg, (900, 520))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
@@ -163,9 +161,8 @@ fn lines_chart(
             .light_line_style(WHITE.mix(0.0))
             .label_style(("sans-serif", 13))
             .draw()?;
-        for (i, (name, points)) in lines.iter().enumerate() {
-            draw_line(&mut chart, i, name, points)?;
-            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color(i).filled())))?;
+        for (i, (name, family, points)) in lines.iter().enumerate() {
+            draw_family_line(&mut chart, i, *family, name, points)?;
         }
         // The seed's figures: black diamonds, labelled; two at one level are a range.
         for pair in marks.windows(2).filter(|w| w[0].level == w[1].level) {
@@ -203,5 +200,83 @@ fn round_label(x: f64) -> String {
         format!("{x:.0}")
     } else {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::{PALETTE, Shape};
+
+    /// The fill colours of the SVG's elements of `tag` (`circle`, `polygon`)
+    /// with `vertices` points (polygons only), as `#RRGGBB`.
+    fn fills(svg: &str, tag: &str, vertices: Option<usize>) -> Vec<String> {
+        svg.split('<')
+            .filter(|e| e.starts_with(&format!("{tag} ")))
+            .filter(|e| {
+                vertices.is_none_or(|n| {
+                    let points = e.split("points=\"").nth(1).and_then(|p| p.split('"').next()).unwrap_or("");
+                    points.split_whitespace().count() == n
+                })
+            })
+            .filter_map(|e| e.split("fill=\"").nth(1).and_then(|f| f.split('"').next()).map(str::to_string))
+            .collect()
+    }
+
+    /// The SVG element a family's marker is drawn as, and its vertices.
+    fn element(family: Family) -> (&'static str, Option<usize>) {
+        match family.shape() {
+            Shape::Circle => ("circle", None),
+            Shape::Square => ("rect", None),
+            Shape::Polygon(points) => ("polygon", Some(points.len())),
+        }
+    }
+
+    fn hex(c: RGBColor) -> String {
+        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    }
+
+    #[test]
+    fn every_series_has_its_own_colour_and_its_familys_marker() {
+        // A study-2 sweep's dozen targets: four blocklab models, six JVM peers, Go, one other.
+        let families = [
+            Family::Blocklab,
+            Family::Blocklab,
+            Family::Blocklab,
+            Family::Blocklab,
+            Family::Jvm,
+            Family::Jvm,
+            Family::Jvm,
+            Family::Jvm,
+            Family::Jvm,
+            Family::Jvm,
+            Family::Go,
+            Family::Other,
+        ];
+        let lines: Vec<Line> = families
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("target-{i}"), *f, vec![(100.0, i as f64), (1000.0, i as f64 + 1.0)]))
+            .collect();
+        let svg = lines_chart("t", "y", &lines, &[]).expect("drawn");
+        let colours: Vec<String> = (0..lines.len()).map(|i| hex(PALETTE[i])).collect();
+        let mut distinct = colours.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), lines.len(), "two series share a colour");
+        for (i, family) in families.iter().enumerate() {
+            let colour = &colours[i];
+            assert!(svg.contains(&format!("stroke=\"{colour}\"")), "series {i} draws no line in {colour}");
+            let (tag, vertices) = element(*family);
+            // Two points and a legend entry: three markers of its shape, in its colour.
+            let markers = fills(&svg, tag, vertices).iter().filter(|f| *f == colour).count();
+            assert_eq!(markers, 3, "series {i} ({family:?}) has {markers} {tag} markers in {colour}");
+            // And no marker of another family's shape in its colour.
+            for other in Family::ALL.iter().filter(|o| *o != family) {
+                let (tag, vertices) = element(*other);
+                let wrong = fills(&svg, tag, vertices).iter().filter(|f| *f == colour).count();
+                assert_eq!(wrong, 0, "series {i} ({family:?}) also has {other:?} markers");
+            }
+        }
     }
 }

@@ -24,21 +24,21 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
         results.timeout_ms / 1000,
         results.levels
     );
+    if results.quick {
+        body += &format!(
+            "<p class=\"warn\"><strong>{}</strong></p>",
+            escape(&super::report::first_look(results))
+        );
+    }
     for w in &results.warnings {
         body += &format!("<p class=\"warn\">{}</p>", escape(w));
     }
     if results.interrupted {
         body += "<p class=\"fail\">This run was interrupted: the results below are partial.</p>";
     }
-    body += "<h2>Reading</h2><ul class=\"reading\">";
-    for s in reading {
-        body += &format!("<li>{}</li>", escape(s));
-    }
-    body += "</ul><h2>The seed's question, on this machine</h2><ul class=\"reading\">";
-    for s in super::seed::answer(results) {
-        body += &format!("<li>{}</li>", escape(&s));
-    }
-    body += "</ul><h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
+    // The answer first: where each target stopped coping and the success
+    // chart, then the reading that explains them.
+    body += "<h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
              <th>verdict</th></tr></thead><tbody>";
     for t in &results.targets {
         body += &format!(
@@ -48,11 +48,22 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
             escape(&verdict(t))
         );
     }
-    body += "</tbody></table><h2>Memory per in-flight request</h2>";
+    body += "</tbody></table>";
+    let (first, rest): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| c.file == "success.svg");
+    body += &charts_html(first);
+    body += "<h2>Reading</h2><ul class=\"reading\">";
+    for s in reading {
+        body += &format!("<li>{}</li>", escape(s));
+    }
+    body += "</ul><h2>The seed's question, on this machine</h2><ul class=\"reading\">";
+    for s in super::seed::answer(results) {
+        body += &format!("<li>{}</li>", escape(&s));
+    }
+    body += "</ul><h2>Memory per in-flight request</h2>";
     body += &format!("<p>{}</p>", escape(super::memory::MEANING));
     body += &markdown_table_to_html(&results_md, "## Memory per in-flight request");
     body += "<h2>Charts</h2>";
-    body += &charts_html(charts);
+    body += &charts_html(rest);
     body += "<h2>Per level</h2>";
     body += &markdown_table_to_html(&results_md, "## Per level");
     body += "<h2>Conditions</h2><dl>";

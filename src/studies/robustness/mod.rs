@@ -57,7 +57,10 @@ pub const STUDY: Study = Study {
             Ok(r) => (ran_lines(r), r.warnings.clone(), r.versions.clone()),
             Err(_) => Default::default(),
         };
-        StudyRun { outcome: results.map(|_| ()), ran, skipped, versions }
+        let answer = results.as_ref().map(reading::answer).unwrap_or_default();
+        let chart =
+            results.as_ref().ok().and_then(|r| charts::all(r).into_iter().find(|c| c.file == "success.svg"));
+        StudyRun { outcome: results.map(|_| ()), answer, chart, ran, skipped, versions }
     },
 };
 

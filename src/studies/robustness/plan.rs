@@ -75,6 +75,8 @@ pub struct SweepPlan {
     /// Connections one source address opens before the next takes over
     /// ([`super::step::CONNECTIONS_PER_ADDRESS`]; lower only in tests).
     pub per_address: usize,
+    /// `--quick`: a first look, and its report says so.
+    pub quick: bool,
 }
 
 /// The path every swept target must serve.

@@ -44,13 +44,25 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
             };
             out.push(sentence);
         }
+        for r in &t.recoveries {
+            out.push(format!(
+                "{} stopped answering /test within 2 s after {} concurrent requests ({}) and recovered: it \
+                 answered again {:.1} s after the level, so its later levels ran.",
+                t.name,
+                r.level,
+                first_line(&r.detail),
+                r.after_s
+            ));
+        }
         let Some(last_full) = run.iter().rev().find(|s| s.success_rate == Some(1.0)) else {
             if t.died.is_none() && !run.is_empty() {
                 out.push(format!("{} never answered a whole level at 100 %.", t.name));
             }
             continue;
         };
-        if let Some(worse) = run.iter().find(|s| s.level > last_full.level && s.alive_after == Some(true)) {
+        if let Some(worse) = run.iter().find(|s| {
+            s.level > last_full.level && (s.alive_after == Some(true) || s.recovered_after_s.is_some())
+        }) {
             out.push(format!(
                 "{} stayed alive beyond {} but answered only {:.1} % of {} within the timeout ({}).",
                 t.name,
@@ -62,7 +74,8 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
         }
         let max_s = last_full.max_ms.unwrap_or(0.0) / 1e3;
         if delay_s > 0.0 && max_s > delay_s * 1.5 {
-            out.push(degraded(&t.name, last_full, max_s, delay_s));
+            let heap_limit = heap_limit(&results.jvm_opts).filter(|_| last_full.peak_heap_bytes.is_some());
+            out.push(degraded(&t.name, last_full, max_s, delay_s, heap_limit));
         } else if t.died.is_none() {
             out.push(format!(
                 "{} held every level up to {} at 100 % with the slowest answer at {max_s:.2} s{}.",
@@ -100,26 +113,98 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
     out
 }
 
+/// Study 2's answer in a sentence or two, for the index page: who held the
+/// most concurrent slow requests at 100 % under the cap, and where each of
+/// the others stopped coping. (Each level runs once: there is no spread to
+/// give, and the sentence claims no more than the level.)
+pub fn answer(results: &SweepResults) -> Vec<String> {
+    let mut out = Vec::new();
+    if results.quick {
+        out.push(super::report::first_look(results));
+    }
+    let cap = results
+        .targets
+        .iter()
+        .find_map(|t| t.cap_bytes)
+        .map_or("uncapped".to_string(), |b| format!("under a {} MiB cap", b >> 20));
+    let best = results.targets.iter().filter(|t| t.highest_full_success.is_some()).max_by_key(|t| {
+        (t.highest_full_success, std::cmp::Reverse(t.died.as_ref().map_or(usize::MAX, |d| d.level)))
+    });
+    if let Some(best) = best {
+        let level = best.highest_full_success.unwrap_or(0);
+        let max_s = best
+            .steps
+            .iter()
+            .find(|s| s.level == level)
+            .and_then(|s| s.max_ms)
+            .map_or(String::new(), |m| format!(", the slowest answer {:.2} s", m / 1e3));
+        out.push(format!(
+            "{} held the most: {level} concurrent {:.0} s requests at 100 % {cap}{max_s}{}.",
+            best.name,
+            results.delay_ms as f64 / 1e3,
+            best.died.as_ref().map_or(" and it never died".to_string(), |d| format!(
+                ", then was {} at {}",
+                d.how.words(),
+                d.level
+            ))
+        ));
+    }
+    let others: Vec<String> = results
+        .targets
+        .iter()
+        .filter(|t| best.is_none_or(|b| b.name != t.name))
+        .map(|t| format!("{} {}", t.name, verdict(t)))
+        .collect();
+    if !others.is_empty() {
+        out.push(format!("The others: {}.", others.join("; ")));
+    }
+    out
+}
+
 /// Why the slowest answer at a level held at 100 % took `max_s`, many times
 /// the delay. A server that runs each request on a thread of a pool of P
 /// (Tomcat's 200, blocklab's `pool`) answers N requests in ⌈N / P⌉ waves,
 /// each one delay long: max ≈ k × delay for a whole k. Read back, k waves
 /// at N mean a pool of between ⌈N / k⌉ and ⌊(N − 1) / (k − 1)⌋ threads.
-/// A maximum between whole waves means the requests waited elsewhere too
-/// (the accept queue's SYN retries, a garbage collector, a starved core).
-fn degraded(name: &str, step: &Step, max_s: f64, delay_s: f64) -> String {
+///
+/// That inference is a claim, so it is checked before it is written: the
+/// process's OS threads bound its pool from above (a pool of P runs at
+/// least P threads, and a runtime's own threads are a few dozen, so more
+/// than a quarter above the inferred range is not that pool), and a JVM
+/// whose collector paused for a tenth of the step or more, or whose heap
+/// stood within a tenth of its limit, was slowed by memory, not by a pool.
+/// When the check fails, the figures are given and no pool is named.
+fn degraded(name: &str, step: &Step, max_s: f64, delay_s: f64, heap_limit: Option<u64>) -> String {
     let ratio = max_s / delay_s;
     let waves = ratio.round();
     let level = step.level as f64;
     let threads =
         step.peak_threads.map_or(String::new(), |t| format!("; it ran {t} OS threads at that level"));
-    if (ratio - waves).abs() <= 0.3 && waves >= 2.0 && level >= waves {
-        let (low, high) = ((level / waves).ceil(), ((level - 1.0) / (waves - 1.0)).floor());
+    let memory = memory_pressure(step, max_s, heap_limit);
+    let whole = (ratio - waves).abs() <= 0.3 && waves >= 2.0 && level >= waves;
+    let (low, high) = ((level / waves.max(2.0)).ceil(), ((level - 1.0) / (waves - 1.0).max(1.0)).floor());
+    let threads_fit = step.peak_threads.is_none_or(|t| t as f64 >= low && t as f64 <= high * 1.25);
+    if whole && threads_fit && memory.is_none() {
         format!(
             "{name} answered every request up to {} but in waves: the slowest took {max_s:.1} s ≈ {waves:.0} × \
              the {delay_s} s delay, as a server holding each request on one of a pool of P threads does \
              (⌈N / P⌉ waves of one delay each; {waves:.0} waves at {} means P between {low:.0} and {high:.0}){threads}.",
             step.level, step.level
+        )
+    } else if let Some(memory) = memory {
+        format!(
+            "{name} answered every request up to {} but slowly: the slowest took {max_s:.1} s, {ratio:.1} × the \
+             {delay_s} s delay, under memory pressure ({memory}){threads}.",
+            step.level
+        )
+    } else if whole {
+        format!(
+            "{name} answered every request up to {} but slowly: the slowest took {max_s:.1} s ≈ {waves:.0} × the \
+             {delay_s} s delay, yet not as a pool would: {waves:.0} waves at {} would mean a pool of {low:.0} to \
+             {high:.0} threads, and it ran {} — requests waited elsewhere (the accept queue, a starved core).",
+            step.level,
+            step.level,
+            step.peak_threads.map_or("-".to_string(), |t| format!("{t} OS threads"))
         )
     } else {
         format!(
@@ -129,6 +214,41 @@ fn degraded(name: &str, step: &Step, max_s: f64, delay_s: f64) -> String {
             step.level
         )
     }
+}
+
+/// A JVM step's memory pressure, in words, when its collector paused for a
+/// tenth of the slowest answer or more, or its heap peaked within a tenth
+/// of `heap_limit`; `None` otherwise (or for a target with no heap figures).
+fn memory_pressure(step: &Step, max_s: f64, heap_limit: Option<u64>) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(gc_ms) = step.gc_pause_ms.filter(|ms| *ms >= max_s * 100.0) {
+        parts.push(format!("its collector paused {:.1} s during the level", gc_ms / 1e3));
+    }
+    if let (Some(heap), Some(limit)) = (step.peak_heap_bytes, heap_limit)
+        && heap as f64 >= 0.9 * limit as f64
+    {
+        parts.push(format!("its heap peaked at {:.0} of {:.0} MiB", mib_f(heap), mib_f(limit)));
+    }
+    (!parts.is_empty()).then(|| parts.join(" and "))
+}
+
+fn mib_f(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// A JVM's heap limit from its options (`-Xmx50M`, `-Xmx1g`), bytes.
+pub fn heap_limit(jvm_opts: &str) -> Option<u64> {
+    let value = jvm_opts.split_whitespace().find_map(|o| o.strip_prefix("-Xmx"))?;
+    let (digits, unit) = value.split_at(value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len()));
+    let n: u64 = digits.parse().ok()?;
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return None,
+    };
+    Some(n * scale)
 }
 
 fn first_line(text: &str) -> String {
@@ -147,10 +267,15 @@ pub fn verdict(target: &TargetResult) -> String {
         Some(level) => format!("100 % up to {level}"),
         None => "never 100 %".to_string(),
     };
+    let recovered: String = target
+        .recoveries
+        .iter()
+        .map(|r| format!("; recovered after {:.1} s at {}", r.after_s, r.level))
+        .collect();
     match &target.died {
         Some(d) if d.level == 0 => format!("{}: {}", d.how.words(), head(&d.detail)),
-        Some(d) => format!("{held}; {} at {}", d.how.words(), d.level),
-        None => format!("{held}; alive to the end"),
+        Some(d) => format!("{held}{recovered}; {} at {}", d.how.words(), d.level),
+        None => format!("{held}{recovered}; alive to the end"),
     }
 }
 
@@ -181,18 +306,77 @@ mod tests {
     #[test]
     fn whole_waves_are_read_back_as_a_pool_size() {
         // Tomcat's 200 threads at 1000 requests of 5 s: five waves.
-        let sentence = degraded("spring-web", &held(1000, 25_600.0, Some(221)), 25.6, 5.0);
+        let sentence = degraded("spring-web", &held(1000, 25_600.0, Some(221)), 25.6, 5.0, None);
         assert!(sentence.contains("≈ 5 × the 5 s delay"), "{sentence}");
         assert!(sentence.contains("P between 200 and 249"), "{sentence}");
         assert!(sentence.contains("221 OS threads"), "{sentence}");
         // 700 in four waves: 175 to 233 threads, 200 among them.
-        assert!(degraded("pool", &held(700, 20_400.0, None), 20.4, 5.0).contains("P between 175 and 233"));
+        assert!(
+            degraded("pool", &held(700, 20_400.0, None), 20.4, 5.0, None).contains("P between 175 and 233")
+        );
     }
 
     #[test]
     fn a_maximum_between_waves_is_not_read_as_a_pool() {
-        let sentence = degraded("x", &held(2000, 12_500.0, None), 12.5, 5.0);
+        let sentence = degraded("x", &held(2000, 12_500.0, None), 12.5, 5.0, None);
         assert!(sentence.contains("2.5 × the 5 s delay, not a whole number of waves"), "{sentence}");
         assert!(!sentence.contains("P between"), "{sentence}");
+    }
+
+    #[test]
+    fn a_pool_the_threads_counted_contradict_is_not_written() {
+        // The 2026-12-06 main job: 6 waves at 700 would mean P of 117 to 139,
+        // but spring-web ran 220 threads (Tomcat's pool is 200).
+        let sentence = degraded("spring-web", &held(700, 31_000.0, Some(220)), 31.0, 5.0, None);
+        assert!(!sentence.contains("P between"), "{sentence}");
+        assert!(sentence.contains("not as a pool would"), "{sentence}");
+        assert!(sentence.contains("220 OS threads"), "{sentence}");
+    }
+
+    #[test]
+    fn a_heap_at_its_limit_is_the_cause_written_not_a_pool() {
+        let step = Step {
+            peak_heap_bytes: Some(48 << 20),
+            gc_pause_ms: Some(4_200.0),
+            ..held(700, 31_000.0, Some(220))
+        };
+        let sentence = degraded("spring-web", &step, 31.0, 5.0, heap_limit("-Xms25M -Xmx50M"));
+        assert!(sentence.contains("under memory pressure"), "{sentence}");
+        assert!(sentence.contains("heap peaked at 48 of 50 MiB"), "{sentence}");
+        assert!(sentence.contains("collector paused 4.2 s"), "{sentence}");
+        assert!(!sentence.contains("P between"), "{sentence}");
+    }
+
+    #[test]
+    fn a_target_heard_again_is_reported_recovered_not_dead() {
+        use crate::studies::robustness::results::{Recovery, TargetResult};
+        let at_5000 =
+            Step { success_rate: Some(0.62), recovered_after_s: Some(7.5), ..held(5000, 9_000.0, None) };
+        let at_10000 =
+            Step { success_rate: Some(0.3), alive_after: Some(true), ..held(10_000, 9_000.0, None) };
+        let target = TargetResult {
+            name: "spring-webflux".to_string(),
+            family: crate::page::Family::Jvm,
+            command: None,
+            cap_bytes: None,
+            cap: "none".to_string(),
+            steps: vec![held(2000, 5_900.0, None), at_5000, at_10000],
+            died: None,
+            recoveries: vec![Recovery { level: 5000, after_s: 7.5, detail: "timed out".to_string() }],
+            highest_full_success: Some(2000),
+            per_request: None,
+            client_failures: Vec::new(),
+            warmup: None,
+        };
+        let verdict = verdict(&target);
+        assert_eq!(verdict, "100 % up to 2000; recovered after 7.5 s at 5000; alive to the end");
+        assert!(!verdict.contains("dead") && !verdict.contains("no longer"), "{verdict}");
+    }
+
+    #[test]
+    fn heap_limits_are_read_from_jvm_options() {
+        assert_eq!(heap_limit("-Xms25M -Xmx50M"), Some(50 << 20));
+        assert_eq!(heap_limit("-Xmx1g"), Some(1 << 30));
+        assert_eq!(heap_limit("-Xms25M"), None);
     }
 }

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::reading::{self, failures, head, verdict};
-use super::results::{Death, Step, StepStatus, SweepResults};
+use super::results::{Death, DeathKind, Step, StepStatus, SweepResults};
 use super::step::Outcome;
 
 /// One line for stderr after a step, the target's name padded to `width`
@@ -27,8 +27,14 @@ pub fn progress_line(target: &str, width: usize, step: &Step, died: Option<&Deat
     if let Some(load) = step.load.as_ref().filter(|l| l.send_spread_ms >= 1.0) {
         let _ = write!(line, ", sent over {:.0} ms", load.send_spread_ms);
     }
-    if let Some(death) = died {
-        let _ = write!(line, "; DOWN: {} ({})", death.how.words(), head(&death.detail));
+    match died {
+        Some(death) if death.how == DeathKind::Unresponsive => {
+            let _ = write!(line, "; NOT ANSWERING /test within 2 s ({}): probing", head(&death.detail));
+        }
+        Some(death) => {
+            let _ = write!(line, "; DOWN: {} ({})", death.how.words(), head(&death.detail));
+        }
+        None => {}
     }
     line
 }
@@ -41,10 +47,23 @@ fn mib(v: Option<u64>) -> String {
     v.map_or("-".to_string(), |b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64))
 }
 
+/// The one line a `--quick` sweep's outputs open with.
+pub fn first_look(results: &SweepResults) -> String {
+    format!(
+        "A first look (--quick): {} levels, a {} ms delay: too few and too short for its figures to say where a \
+         target breaks, and no comparison between targets below is a finding. Run without --quick for figures.",
+        results.levels.len(),
+        results.delay_ms
+    )
+}
+
 /// `results.md`.
 pub fn markdown(results: &SweepResults) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# blocklab sweep, {}\n", results.started);
+    if results.quick {
+        let _ = writeln!(md, "**{}**\n", first_look(results));
+    }
     let _ = writeln!(
         md,
         "Each request: `GET /delay?ms={}` on its own connection; all connections of a level opened \
@@ -126,6 +145,9 @@ pub fn markdown(results: &SweepResults) -> String {
                 (StepStatus::ClientFailed, _) => "client failed".to_string(),
                 (StepStatus::NotRunLimit, _) => "not run: descriptor limit".to_string(),
                 (StepStatus::Run, Some(true)) => "alive".to_string(),
+                (StepStatus::Run, _) if s.recovered_after_s.is_some() => {
+                    format!("recovered after {:.1} s", s.recovered_after_s.unwrap_or(0.0))
+                }
                 (StepStatus::Run, _) => {
                     t.died.as_ref().map_or("down".to_string(), |d| d.how.words().to_string())
                 }

@@ -46,6 +46,17 @@ pub struct Death {
     pub answered_again: Option<bool>,
 }
 
+/// A target that stopped answering after a level and came back by itself.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Recovery {
+    /// The level after which it stopped answering.
+    pub level: usize,
+    /// Seconds from the end of that level until `/test` answered again.
+    pub after_s: f64,
+    /// Why the first probe failed (and what the process said).
+    pub detail: String,
+}
+
 /// Whether a step ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -93,8 +104,17 @@ pub struct Step {
     /// performance counters, as `jstat -gc` reads them, sampled every 50 ms;
     /// live objects and garbage not yet collected alike).
     pub peak_heap_bytes: Option<u64>,
+    /// A JVM target's stop-the-world collector pauses during the step, ms
+    /// (its performance counters before and after the step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_pause_ms: Option<f64>,
     /// Whether the target was alive and answering after the step.
     pub alive_after: Option<bool>,
+    /// When it did not answer `/test` within 2 s after the step but answered
+    /// again while it was probed: the seconds from the end of the step until
+    /// it did (the target recovered, and its later levels ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered_after_s: Option<f64>,
 }
 
 impl Step {
@@ -113,7 +133,9 @@ impl Step {
             cgroup_peak_bytes: None,
             peak_threads: None,
             peak_heap_bytes: None,
+            gc_pause_ms: None,
             alive_after: None,
+            recovered_after_s: None,
         }
     }
 }
@@ -123,6 +145,8 @@ impl Step {
 pub struct TargetResult {
     /// Its name.
     pub name: String,
+    /// What it is built on, as its charts draw it (blocklab, jvm, go, …).
+    pub family: crate::page::Family,
     /// The command that started it (none for `--url`).
     pub command: Option<String>,
     /// The memory cap applied, bytes (`None`: uncapped).
@@ -131,8 +155,12 @@ pub struct TargetResult {
     pub cap: String,
     /// Its steps, one per level.
     pub steps: Vec<Step>,
-    /// Where and how it died, if it did.
+    /// Where and how it died, if it did. A target that stopped answering
+    /// and answered again is not dead: see [`TargetResult::recoveries`].
     pub died: Option<Death>,
+    /// Each time it stopped answering `/test` after a level and answered
+    /// again while it was probed.
+    pub recoveries: Vec<Recovery>,
     /// The highest level answered 100 % within the timeout.
     pub highest_full_success: Option<usize>,
     /// Memory per in-flight request (the slope over the levels held at 100 %).
@@ -155,6 +183,8 @@ pub struct SweepResults {
     pub wall_s: f64,
     /// Stopped by SIGINT/SIGTERM before the end.
     pub interrupted: bool,
+    /// `--quick`: a first look (three levels, a short delay), not figures.
+    pub quick: bool,
     /// Who sent the requests: `blocklab` or `jmeter`.
     pub client: super::plan::Client,
     /// The client in words, with its version.

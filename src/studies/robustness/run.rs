@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::jmeter;
 use super::plan::{Client, SweepPlan, go_memory_limit};
 use super::report;
-use super::results::{Death, DeathKind, Step, StepStatus, SweepResults, TargetResult};
+use super::results::{Death, DeathKind, Recovery, Step, StepStatus, SweepResults, TargetResult};
 use super::step;
 use crate::harness::cgroup::MemoryCgroup;
 use crate::harness::placement;
@@ -62,6 +62,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         wall_s: 0.0,
         interrupted: false,
+        quick: plan.quick,
         delay_ms: plan.delay.as_millis() as u64,
         timeout_ms: plan.timeout.as_millis() as u64,
         levels: plan.levels.clone(),
@@ -167,11 +168,13 @@ fn sweep_target(
     let name = target.name();
     let mut result = TargetResult {
         name: name.clone(),
+        family: target.family(),
         command: None,
         cap_bytes: None,
         cap: "none".to_string(),
         steps: Vec::new(),
         died: None,
+        recoveries: Vec::new(),
         highest_full_success: None,
         per_request: None,
         client_failures: Vec::new(),
@@ -265,6 +268,7 @@ fn sweep_target(
         let oom_before = cgroup.as_ref().map_or(0, MemoryCgroup::oom_kills);
         let threads_before = pid.and_then(threads_of);
         let jvm = pid.filter(|_| target.is_jvm());
+        let gc_before = jvm.and_then(crate::harness::jvm::gc);
         let sampler = Sampler::start(pid, jvm, cgroup.as_ref().map(|c| c.path().to_path_buf()));
         let load = match plan.client {
             Client::Blocklab => Ok(runtime.block_on(async {
@@ -284,6 +288,10 @@ fn sweep_target(
             }
         };
         let samples = sampler.stop();
+        let gc_pause_ms = match (gc_before, jvm.and_then(crate::harness::jvm::gc)) {
+            (Some(a), Some(b)) => Some(b.pause.saturating_sub(a.pause).as_secs_f64() * 1e3),
+            _ => None,
+        };
         let peak_threads = samples.threads.max(threads_before);
         let load = match load {
             Ok(Some(load)) => load,
@@ -300,7 +308,7 @@ fn sweep_target(
         };
         let died = check_life(runtime, server.as_mut(), cgroup.as_ref(), oom_before, addr, &host, level);
         let rate = load.success_rate(level);
-        let step = Step {
+        let mut step = Step {
             level,
             status: StepStatus::Run,
             success_rate: Some(rate),
@@ -312,15 +320,27 @@ fn sweep_target(
             cgroup_peak_bytes: cgroup.as_ref().and_then(MemoryCgroup::peak),
             peak_threads,
             peak_heap_bytes: samples.heap,
+            gc_pause_ms,
             alive_after: Some(died.is_none()),
+            recovered_after_s: None,
             load: Some(load),
         };
         eprintln!("sweep: {}", report::progress_line(&name, name_width(plan), &step, died.as_ref()));
         if rate >= 1.0 && died.is_none() {
             result.highest_full_success = Some(level);
         }
+        // A target that answers again is alive: the seed's question is how far
+        // a server survives, so a recovered target runs its later levels (the
+        // seed's WebFlux "still returns a response" at 2000 is this case).
+        match died.map(|d| answers_again(runtime, server.as_mut(), d, addr, &host, plan.recheck)) {
+            Some(Ok(recovery)) => {
+                step.recovered_after_s = Some(recovery.after_s);
+                result.recoveries.push(recovery);
+            }
+            Some(Err(death)) => result.died = Some(death),
+            None => {}
+        }
         result.steps.push(step);
-        result.died = died.map(|d| answers_again(runtime, server.as_mut(), d, addr, &host, plan.recheck));
         // Drain: the step's connections are closed; let the target see it.
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -406,9 +426,11 @@ fn check_life(
     Some(Death { level, how: DeathKind::Unresponsive, detail, answered_again: None })
 }
 
-/// After an unresponsive death: does the target answer `/test` again within
-/// `recheck` (probed every 2 s), the requests of the step being over? The
-/// seed's Spring Web never did ("you need to restart the system").
+/// After an unresponsive step: does the target answer `/test` again within
+/// `recheck` (probed every 0.5 s), the requests of the step being over? If
+/// it does, it recovered (how long it took is the figure); if not, or if it
+/// is killed or exits meanwhile, it is dead. The seed's Spring Web never
+/// answered again ("you need to restart the system").
 fn answers_again(
     runtime: &tokio::runtime::Runtime,
     mut server: Option<&mut ServerProcess>,
@@ -416,32 +438,27 @@ fn answers_again(
     addr: SocketAddr,
     host: &str,
     recheck: Duration,
-) -> Death {
+) -> Result<Recovery, Death> {
     if death.how != DeathKind::Unresponsive || server.is_none() {
-        return death;
+        return Err(death);
     }
     let started = Instant::now();
-    let mut answered = false;
     while started.elapsed() < recheck {
-        if server.as_mut().is_some_and(|s| s.check_alive().is_err()) {
+        if let Some(Err(detail)) = server.as_mut().map(|s| s.check_alive()) {
+            death.how = DeathKind::Exited;
+            death.detail = format!("{detail} (after it stopped answering: {})", death.detail);
             break;
         }
         if runtime.block_on(step::probe(addr, host, "/test", Duration::from_secs(2))).is_ok() {
-            answered = true;
-            break;
+            let after_s = started.elapsed().as_secs_f64();
+            eprintln!("sweep: recovered: answered /test again {after_s:.1} s after the step");
+            return Ok(Recovery { level: death.level, after_s, detail: death.detail });
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    eprintln!(
-        "sweep: {}",
-        if answered {
-            format!("answered /test again {:.0} s after the step", started.elapsed().as_secs_f64())
-        } else {
-            format!("still not answering /test {:.0} s after the step", recheck.as_secs_f64())
-        }
-    );
-    death.answered_again = Some(answered);
-    death
+    eprintln!("sweep: still not answering /test {:.0} s after the step: down", recheck.as_secs_f64());
+    death.answered_again = Some(false);
+    Err(death)
 }
 
 /// What the sampler saw at its peaks.

@@ -91,10 +91,14 @@ pub fn answer(results: &SweepResults) -> Vec<String> {
                     )
                 }
                 None => format!(
-                    "Spring Web did not die here: alive after every level up to {} (100 % up to {}); the seed's \
-                     died at ~700.",
+                    "Spring Web did not die here: alive after every level up to {} (100 % up to {}{}); the \
+                     seed's died at ~700.",
                     run.last().map_or(0, |s| s.level),
-                    web.highest_full_success.map_or("none".to_string(), |l| l.to_string())
+                    web.highest_full_success.map_or("none".to_string(), |l| l.to_string()),
+                    web.recoveries
+                        .iter()
+                        .map(|r| format!("; stopped answering at {} and recovered after {:.1} s", r.level, r.after_s))
+                        .collect::<String>()
                 ),
             });
         }
@@ -121,7 +125,11 @@ pub fn answer(results: &SweepResults) -> Vec<String> {
                         "{}: {:.1} % ({})",
                         s.level,
                         s.success_rate.unwrap_or(0.0) * 100.0,
-                        if s.alive_after == Some(true) { failures(s) } else { "then down".to_string() }
+                        match (s.alive_after, s.recovered_after_s) {
+                            (Some(true), _) => failures(s),
+                            (_, Some(after)) => format!("{}; recovered after {after:.1} s", failures(s)),
+                            _ => "then down".to_string(),
+                        }
                     )
                 })
                 .collect();
@@ -130,8 +138,10 @@ pub fn answer(results: &SweepResults) -> Vec<String> {
             }
             if let Some(d) = &flux.died {
                 sentence += &format!("; it died at {}: {}", d.level, d.how.words());
-            } else {
+            } else if flux.recoveries.is_empty() {
                 sentence += "; it never died";
+            } else {
+                sentence += "; it stopped answering for a while and recovered each time, never dying";
             }
             out.push(sentence + ". The seed's still answered at 2000 (high error rate) without dying.");
         }
