@@ -12,6 +12,7 @@ use crate::seed::{SEED_EXAMPLES, SeedArgs};
 use crate::server::args::{SERVE_EXAMPLES, ServeArgs};
 use crate::studies::args::{STUDIES_EXAMPLES, StudiesArgs};
 use crate::studies::play_neo4j::args::{BENCH_EXAMPLES, BenchArgs};
+use crate::studies::robustness::agents::AgentArgs;
 use crate::studies::robustness::args::{SWEEP_EXAMPLES, SweepArgs};
 
 /// blocklab: what blocking calls, thread pools and actors do to a web
@@ -46,6 +47,10 @@ pub enum Command {
     /// Every study: bench (study 1), then sweep (study 2), and one index page that leads to their reports.
     #[command(after_help = STUDIES_EXAMPLES)]
     Studies(StudiesArgs),
+    /// One client process of a sweep level that needs more descriptors than one process may hold
+    /// (started by `blocklab sweep`, not by hand).
+    #[command(hide = true)]
+    SweepAgent(AgentArgs),
 }
 
 /// The command line of this process, parsed; or, when it asks for help or is
@@ -102,5 +107,6 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Seed(args) => crate::seed::seed(&args),
         Command::Sweep(args) => crate::studies::robustness::sweep(&args),
         Command::Studies(args) => crate::studies::studies(&args),
+        Command::SweepAgent(args) => crate::studies::robustness::agents::agent(&args),
     }
 }

@@ -97,7 +97,7 @@ pub fn color(i: usize) -> RGBColor {
 /// What a series' target is built on, drawn as its marker and its line's
 /// dash so that a reader groups the series at a glance: blocklab's own
 /// models, the JVM peers, Go, Python, Node.js, anything else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
     /// blocklab's own server (Rust): circles, solid lines.
@@ -174,6 +174,15 @@ pub enum Shape {
     Square,
     /// A polygon through these points.
     Polygon(Vec<(i32, i32)>),
+}
+
+/// A marker of `family` at an element's anchor, filled with `color` (for a
+/// chart that draws its series otherwise, such as bars).
+pub fn family_marker<DB: DrawingBackend>(
+    family: Family,
+    color: RGBColor,
+) -> DynElement<'static, DB, (i32, i32)> {
+    marker(family, color, (0, 0))
 }
 
 /// A marker of `family` centred `at` (pixels, relative to the element's

@@ -13,7 +13,12 @@ use blocklab::cli::Cli;
 
 /// The subcommands, as `blocklab SUB --help` takes them.
 fn subcommands() -> Vec<String> {
-    Cli::command().get_subcommands().map(|c| c.get_name().to_string()).filter(|n| n != "help").collect()
+    Cli::command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .filter(|n| n != "help")
+        .collect()
 }
 
 fn root() -> &'static Path {

@@ -218,6 +218,43 @@ fn a_running_service_by_url_and_the_uncapped_path() {
     assert!(html.contains("cgroups off"), "the report does not carry the warning");
 }
 
+/// A level needing more connections than one client process holds is split
+/// over several (`blocklab sweep-agent`), each from its own source addresses,
+/// told to send at once; their outcomes merge into the same counts one
+/// process gives: every request once, every response time kept.
+#[test]
+fn a_level_split_over_two_client_processes_merges_to_the_same_counts() {
+    let server = Listening::serve(&["--model", "lean", "--workers", "1"]);
+    let url = format!("http://{}/delay?ms=300", server.addr);
+    let base = ["--url", &url, "--levels", "60,120", "--timeout", "10s", "--connections-per-address", "40"];
+    let one_dir = temp_dir("sweep-one-process");
+    let (out, one) = sweep(&one_dir, &base, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let split_dir = temp_dir("sweep-two-processes");
+    let mut split_args = base.to_vec();
+    split_args.extend(["--connections-per-process", "60"]);
+    let (out, split) = sweep(&split_dir, &split_args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (one, split) = (target(&one, &url), target(&split, &url));
+    for (i, level) in [(0, 60), (1, 120)] {
+        let (a, b) = (&one["steps"][i]["load"], &split["steps"][i]["load"]);
+        assert_eq!(a["processes"], 1, "{a:#}");
+        assert_eq!(b["processes"], if level > 60 { 2 } else { 1 }, "{b:#}");
+        assert_eq!(a["outcomes"], b["outcomes"], "{level}: one process {a:#}, split {b:#}");
+        assert_eq!(b["outcomes"]["ok"], level, "{b:#}");
+        assert_eq!(b["connected"], level, "{b:#}");
+        // 120 connections, 40 per address: 127.0.0.1..3 in all, whichever process opened them.
+        assert_eq!(a["source_addresses"], b["source_addresses"], "{a:#} {b:#}");
+        // Every response time of the split level is kept and starts at its own send.
+        let min = split["steps"][i]["min_ms"].as_f64().unwrap();
+        assert!((300.0..3000.0).contains(&min), "min {min} ms for a 300 ms delay");
+        assert!(b["send_spread_ms"].as_f64().unwrap() < 2000.0, "{b:#}");
+    }
+    assert_eq!(split["highest_full_success"], 120, "{split:#}");
+    let md = std::fs::read_to_string(split_dir.join("results.md")).unwrap();
+    assert!(md.contains("more than one client process") && md.contains("at 120: 2"), "{md}");
+}
+
 #[test]
 fn the_jvm_peers_in_a_short_sweep() {
     let dir = temp_dir("sweep-jvm");

@@ -6,12 +6,23 @@ use plotters::prelude::*;
 use super::results::{BLOCKLAB, BenchResults, TestRecord};
 
 pub use crate::page::Chart;
-use crate::page::{DrawError, canvas, color, draw_legend};
+use crate::page::{DrawError, Family, canvas, color, draw_legend, family_marker};
 
-/// A named series of values, one per category (None: no bar).
+/// A named series of values, one per category (None: no bar), with each
+/// value's range over the runs (drawn as a whisker) and the family its
+/// target belongs to (drawn as a marker at the bar's end).
 struct Series {
     name: String,
     values: Vec<Option<f64>>,
+    ranges: Vec<Option<(f64, f64)>>,
+    family: Option<Family>,
+}
+
+impl Series {
+    /// A series with no ranges and no family.
+    fn plain(name: &str, values: Vec<Option<f64>>) -> Series {
+        Series { name: name.to_string(), ranges: vec![None; values.len()], values, family: None }
+    }
 }
 
 fn label(t: &TestRecord) -> String {
@@ -37,7 +48,7 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "rps.svg",
         "Requests per second per API (best run)".to_string(),
         "requests/s (log scale)",
-        vec![Series { name: "RPS".into(), values: best(|r| r.rps) }],
+        vec![Series::plain("RPS", best(|r| r.rps))],
         true,
         None,
     );
@@ -46,10 +57,10 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "Latency percentiles per API (best run)".to_string(),
         "ms (log scale)",
         vec![
-            Series { name: "p50".into(), values: best(|r| r.p50_ms) },
-            Series { name: "p99".into(), values: best(|r| r.p99_ms) },
-            Series { name: "p99.9".into(), values: best(|r| r.p999_ms) },
-            Series { name: "max".into(), values: best(|r| r.max_ms) },
+            Series::plain("p50", best(|r| r.p50_ms)),
+            Series::plain("p99", best(|r| r.p99_ms)),
+            Series::plain("p99.9", best(|r| r.p999_ms)),
+            Series::plain("max", best(|r| r.max_ms)),
         ],
         true,
         None,
@@ -59,22 +70,22 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "RPS as a fraction of /test: blocklab beside the seed's Play app".to_string(),
         "fraction of /test",
         vec![
-            Series {
-                name: "seed (Play 2.7)".into(),
-                values: tests
+            Series::plain(
+                "seed (Play 2.7)",
+                tests
                     .iter()
                     .map(|t| results.normalized.iter().find(|n| n.test_id == t.test_id).and_then(|n| n.seed))
                     .collect(),
-            },
-            Series {
-                name: "blocklab".into(),
-                values: tests
+            ),
+            Series::plain(
+                "blocklab",
+                tests
                     .iter()
                     .map(|t| {
                         results.normalized.iter().find(|n| n.test_id == t.test_id).and_then(|n| n.blocklab)
                     })
                     .collect(),
-            },
+            ),
         ],
         false,
         Some(1.05),
@@ -84,8 +95,8 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         "How busy the server's threads were (best run)".to_string(),
         "busy ratio (1.0 = never idle; blocked counts as busy)",
         vec![
-            Series { name: "HTTP workers".into(), values: best(|r| r.server.http_busy_ratio) },
-            Series { name: "actor threads".into(), values: best(|r| r.server.actor_busy_ratio) },
+            Series::plain("HTTP workers", best(|r| r.server.http_busy_ratio)),
+            Series::plain("actor threads", best(|r| r.server.actor_busy_ratio)),
         ],
         false,
         Some(1.05),
@@ -107,23 +118,39 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
     let mut series: Vec<Series> = targets
         .iter()
         .map(|target| Series {
-            name: format!("{target} here"),
+            name: format!(
+                "{target} here{}",
+                if results.conditions.parameters.runs > 1 { " (whisker: range of runs)" } else { "" }
+            ),
             values: ids
                 .iter()
                 .map(|(id, _)| results.test(target, *id).and_then(TestRecord::best).map(|r| r.rps))
                 .collect(),
+            ranges: ids
+                .iter()
+                .map(|(id, _)| {
+                    results
+                        .test(target, *id)
+                        .and_then(|t| t.range(|r| r.rps))
+                        .filter(|s| s.runs > 1)
+                        .map(|s| (s.min, s.max))
+                })
+                .collect(),
+            family: Some(results.family(target)),
         })
         .collect();
-    series.push(Series {
-        name: "seed (Play 2.7, 2019 laptop)".into(),
-        values: ids
-            .iter()
-            .map(|(id, _)| results.seed.iter().find(|s| s.test_id == *id).map(|s| s.rps))
-            .collect(),
-    });
+    series.push(Series::plain(
+        "seed (Play 2.7, 2019 laptop)",
+        ids.iter().map(|(id, _)| results.seed.iter().find(|s| s.test_id == *id).map(|s| s.rps)).collect(),
+    ));
     let title = format!("Requests per second: {} here, and the seed's published run", targets.join(", "));
-    let ceiling = results.conditions.ceiling.as_ref().map(|c| {
-        (c.reads_per_s, format!("Neo4j's ceiling here: {:.0} reads/s (Java driver, no HTTP)", c.reads_per_s))
+    let ceiling = results.conditions.ceiling_reads_per_s().map(|c| {
+        (
+            c,
+            format!(
+                "Neo4j's ceiling here: {c:.0} reads/s (Java driver, no HTTP; the higher of before and after)"
+            ),
+        )
     });
     let svg = hbars(&title, "requests/s (log scale)", &names, &series, true, None, ceiling.as_ref()).ok()?;
     Some(Chart { file: "side_by_side.svg", title, svg })
@@ -203,6 +230,35 @@ fn hbars(
                         .draw_series(bars)?
                         .label(s.name.clone())
                         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+                    // The range over the runs: a black whisker with end ticks across the bar.
+                    let spans = s.ranges.iter().enumerate().filter_map(|(i, r)| {
+                        let (min, max) = (*r)?;
+                        let (y0, y1) = bar(i, j);
+                        let y = (y0 + y1) / 2.0;
+                        let tick = group * 0.35;
+                        Some([
+                            PathElement::new(vec![(min.max(lo), y), (max.max(lo), y)], BLACK.stroke_width(2)),
+                            PathElement::new(
+                                vec![(min.max(lo), y - tick), (min.max(lo), y + tick)],
+                                BLACK.stroke_width(2),
+                            ),
+                            PathElement::new(
+                                vec![(max.max(lo), y - tick), (max.max(lo), y + tick)],
+                                BLACK.stroke_width(2),
+                            ),
+                        ])
+                    });
+                    chart.draw_series(spans.flatten())?;
+                    if let Some(family) = s.family {
+                        let markers = s.values.iter().enumerate().filter_map(|(i, v)| {
+                            let (y0, y1) = bar(i, j);
+                            Some(
+                                EmptyElement::at(((*v)?.max(lo), (y0 + y1) / 2.0))
+                                    + family_marker(family, color),
+                            )
+                        });
+                        chart.draw_series(markers)?;
+                    }
                     let texts = s.values.iter().enumerate().filter_map(|(i, v)| {
                         let v = (*v)?;
                         let (y0, y1) = bar(i, j);
@@ -248,5 +304,46 @@ fn format_value(v: f64) -> String {
         format!(" {v:.1}")
     } else {
         format!(" {v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::PALETTE;
+
+    #[test]
+    fn bars_carry_their_familys_marker_their_own_colour_and_the_runs_range() {
+        let series = [
+            Series {
+                name: "blocklab here".into(),
+                values: vec![Some(4540.0)],
+                ranges: vec![Some((4431.0, 4540.0))],
+                family: Some(Family::Blocklab),
+            },
+            Series {
+                name: "play here".into(),
+                values: vec![Some(4080.0)],
+                ranges: vec![Some((3990.0, 4080.0))],
+                family: Some(Family::Jvm),
+            },
+        ];
+        let svg =
+            hbars("t", "x", &["3  /getDataAsync".to_string()], &series, true, None, None).expect("drawn");
+        let hex = |i: usize| format!("#{:02X}{:02X}{:02X}", PALETTE[i].0, PALETTE[i].1, PALETTE[i].2);
+        assert_ne!(hex(0), hex(1));
+        // blocklab: a circle in its colour; play (a JVM): a square (a small rect) in its own.
+        let circles =
+            svg.split("<circle").skip(1).filter(|e| e.contains(&format!("fill=\"{}\"", hex(0)))).count();
+        assert_eq!(circles, 1, "{svg}");
+        let squares = svg
+            .split("<rect")
+            .skip(1)
+            .filter(|e| e.contains(&format!("fill=\"{}\"", hex(1))) && e.contains("width=\"8\""))
+            .count();
+        assert_eq!(squares, 1, "{svg}");
+        // Each range is a black whisker with two end ticks: three black paths per bar.
+        let black = svg.split("<polyline").skip(1).filter(|e| e.contains("stroke=\"#000000\"")).count();
+        assert!(black >= 6, "{black} black paths:\n{svg}");
     }
 }

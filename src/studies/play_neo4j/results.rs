@@ -277,6 +277,9 @@ pub struct Conditions {
     pub warm_up: Option<WarmUp>,
     /// The servers measured, each with its versions.
     pub targets: Vec<String>,
+    /// Each server's family (blocklab, jvm, go, python, node, other), as the charts draw it.
+    #[serde(default)]
+    pub families: BTreeMap<String, crate::page::Family>,
     /// Neo4j's own ceiling for the read, when the bench started Neo4j and the
     /// ceiling client is built (`null` otherwise).
     #[serde(default)]
@@ -285,6 +288,17 @@ pub struct Conditions {
     /// it, and the shares are taken against the higher (`null`: not measured).
     #[serde(default)]
     pub ceiling_after: Option<super::ceiling::Ceiling>,
+}
+
+impl BenchResults {
+    /// The family `target` is drawn in: blocklab's own server, or a peer by
+    /// the runtime its record names (`conditions.families`).
+    pub fn family(&self, target: &str) -> crate::page::Family {
+        if target == BLOCKLAB {
+            return crate::page::Family::Blocklab;
+        }
+        self.conditions.families.get(target).copied().unwrap_or(crate::page::Family::Other)
+    }
 }
 
 impl Conditions {

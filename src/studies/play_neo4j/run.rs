@@ -307,6 +307,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         db_warm_s: database.warm_up.as_ref().map_or(0.0, |w| w.seconds),
         warm_up: database.warm_up.clone(),
         targets: plan.targets.iter().map(Target::describe).collect(),
+        families: plan.targets.iter().map(|t| (t.name().to_string(), t.family())).collect(),
         ceiling,
         ceiling_after,
     };

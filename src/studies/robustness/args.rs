@@ -96,6 +96,11 @@ pub struct SweepArgs {
     #[arg(long, hide = true, default_value_t = super::step::CONNECTIONS_PER_ADDRESS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
     pub connections_per_address: usize,
+
+    /// Connections one client process holds before a level is split over more processes
+    /// [default: the descriptor limit less a spare]; a test knob, as above.
+    #[arg(long, hide = true, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
+    pub connections_per_process: Option<usize>,
 }
 
 impl SweepArgs {
@@ -161,6 +166,7 @@ impl SweepArgs {
             client: self.client,
             recheck: self.recheck.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 20 })),
             per_address: self.connections_per_address,
+            per_process: self.connections_per_process,
             quick: self.quick,
         })
     }

@@ -13,6 +13,7 @@
 //! * [`report`] (`results.md`, `.csv`), [`charts`], [`html`] (`report.html`),
 //!   all written by [`write_all`].
 
+pub mod agents;
 pub mod args;
 pub mod charts;
 pub mod html;

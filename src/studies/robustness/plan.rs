@@ -75,6 +75,9 @@ pub struct SweepPlan {
     /// Connections one source address opens before the next takes over
     /// ([`super::step::CONNECTIONS_PER_ADDRESS`]; lower only in tests).
     pub per_address: usize,
+    /// Connections one client process holds before a level is split over
+    /// several (`None`: as many as the descriptor limit allows).
+    pub per_process: Option<usize>,
     /// `--quick`: a first look, and its report says so.
     pub quick: bool,
 }

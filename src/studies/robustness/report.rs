@@ -188,6 +188,25 @@ pub fn markdown(results: &SweepResults) -> String {
             spread.join("; ")
         );
     }
+    let split: Vec<String> = results
+        .targets
+        .iter()
+        .flat_map(|t| t.steps.iter().map(move |s| (t, s)))
+        .filter_map(|(t, s)| {
+            let processes = s.load.as_ref()?.processes;
+            (processes > 1).then(|| format!("{} at {}: {processes}", t.name, s.level))
+        })
+        .collect();
+    if !split.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nLevels sent by more than one client process (one process holds at most RLIMIT_NOFILE descriptors; \
+             each ran on the load's CPUs {}, was told to send at the same instant, and their outcomes were merged \
+             request by request): {}.",
+            crate::harness::placement::list(&results.placement.load_cpus),
+            split.join("; ")
+        );
+    }
     md
 }
 

@@ -270,7 +270,20 @@ fn sweep_target(
         let jvm = pid.filter(|_| target.is_jvm());
         let gc_before = jvm.and_then(crate::harness::jvm::gc);
         let sampler = Sampler::start(pid, jvm, cgroup.as_ref().map(|c| c.path().to_path_buf()));
+        let per_process = plan.per_process.unwrap_or_else(|| {
+            descriptor_limit.map_or(usize::MAX, |l| l.saturating_sub(SPARE_DESCRIPTORS).max(1) as usize)
+        });
         let load = match plan.client {
+            Client::Blocklab if level > per_process => Ok(Some(super::agents::run_split(
+                &plan.available.exe,
+                addr,
+                &host,
+                &path,
+                level,
+                plan.timeout,
+                plan.per_address,
+                per_process,
+            ))),
             Client::Blocklab => Ok(runtime.block_on(async {
                 tokio::select! {
                     load = step::run(addr, &host, &path, level, plan.timeout, plan.per_address) => Some(load),

@@ -95,6 +95,7 @@ pub struct StepLoad {
     /// Requests by how they ended; they add up to the level.
     pub outcomes: BTreeMap<&'static str, usize>,
     /// Response times of the 2xx answers, from the send to the whole response, in milliseconds.
+    /// (Kept out of `results.json`; a client process's report carries them: `agents`.)
     #[serde(skip)]
     pub ok_ms: Vec<f64>,
     /// From the first send to the last outcome, in milliseconds.
@@ -106,6 +107,10 @@ pub struct StepLoad {
     /// How many source addresses the connections came from (1 up to
     /// [`CONNECTIONS_PER_ADDRESS`] connections; 0 for JMeter, which does not say).
     pub source_addresses: usize,
+    /// How many client processes sent the level's requests (1: the sweep
+    /// itself; more when a level needs more descriptors than one process
+    /// may hold; 0 for JMeter).
+    pub processes: usize,
     /// The client's own words for its failures, counted (JMeter's
     /// `responseCode responseMessage`; empty for blocklab's client, whose
     /// outcomes are its words).
@@ -147,7 +152,41 @@ pub async fn run(
     timeout: Duration,
     per_address: usize,
 ) -> StepLoad {
-    let connects: Vec<_> = (0..level)
+    let opened = open(addr, 0..level, timeout, per_address).await;
+    send(opened, host, path, timeout).await
+}
+
+/// A level's connections, open and waiting for their request, with what
+/// failed to open counted.
+pub struct Opened {
+    load: StepLoad,
+    streams: Vec<TcpStream>,
+    sources: BTreeSet<IpAddr>,
+}
+
+impl Opened {
+    /// Connections established.
+    pub fn connected(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The source addresses they came from.
+    pub fn sources(&self) -> &BTreeSet<IpAddr> {
+        &self.sources
+    }
+}
+
+/// Opens the connections numbered `range` of a level to `addr` (the numbers
+/// choose their source addresses, so that a level split over several
+/// processes uses each address once), each bounded by `timeout`.
+pub async fn open(
+    addr: SocketAddr,
+    range: std::ops::Range<usize>,
+    timeout: Duration,
+    per_address: usize,
+) -> Opened {
+    let connects: Vec<_> = range
+        .clone()
         .map(|i| {
             let from = source(addr, i, per_address);
             tokio::spawn(async move {
@@ -161,8 +200,8 @@ pub async fn run(
             })
         })
         .collect();
-    let mut load = StepLoad::default();
-    let mut streams = Vec::with_capacity(level);
+    let mut load = StepLoad { processes: 1, ..StepLoad::default() };
+    let mut streams = Vec::with_capacity(range.len());
     let mut sources = BTreeSet::new();
     for connect in connects {
         match connect.await {
@@ -179,6 +218,14 @@ pub async fn run(
     }
     load.connected = streams.len();
     load.source_addresses = sources.len();
+    Opened { load, streams, sources }
+}
+
+/// Sends `GET path` on every open connection at once and waits for every
+/// outcome, each bounded by `timeout`; response times run from each
+/// request's own send.
+pub async fn send(opened: Opened, host: &str, path: &str, timeout: Duration) -> StepLoad {
+    let Opened { mut load, streams, .. } = opened;
     let request: std::sync::Arc<[u8]> =
         format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: blocklab-sweep\r\n\r\n")
             .into_bytes()
