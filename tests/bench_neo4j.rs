@@ -48,7 +48,12 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("warming Neo4j for 2s"), "{stderr}");
+    assert!(
+        stderr.contains("warming Neo4j until its CPU per read stops falling")
+            && stderr.contains("at most 2s"),
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("A first look (--quick)"), "a --quick run says so first:\n{stdout}");
     assert!(stdout.contains("| Target | Test ID |") && stdout.contains("| play |"), "{stdout}");
     assert!(stdout.contains("Neo4j Community 5.26"), "{stdout}");
 
@@ -106,6 +111,13 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
     assert!(ceiling["reads_per_s"].as_f64().unwrap() > 0.0, "{ceiling:#}\n{stderr}");
     assert_eq!(ceiling["wrong_answers"], 0, "{ceiling:#}");
     assert!(ceiling["db_cpu_per_query_us"].as_f64().unwrap() > 0.0, "{ceiling:#}");
+    // Measured again after the matrix, the two bracketing it; and what set it.
+    let after = &results["conditions"]["ceiling_after"];
+    assert!(after["reads_per_s"].as_f64().unwrap() > 0.0, "{after:#}\n{stderr}");
+    assert!(ceiling["bound"].is_string(), "{ceiling:#}");
+    let warm = &results["conditions"]["warm_up"];
+    assert!(!warm["cpu_per_read_us"].as_array().unwrap().is_empty(), "{warm:#}");
+    assert_eq!(warm["max_s"], 2.0, "{warm:#}");
     let chart = std::fs::read_to_string(out.join("charts/side_by_side.svg")).unwrap();
     assert!(
         chart.contains("Neo4j&apos;s ceiling here") || chart.contains("Neo4j's ceiling here"),
