@@ -82,7 +82,9 @@ fn blocklab_args(line: &str) -> Option<Vec<String>> {
             Some(&line[i + line[i..].find("blocklab ")? + "blocklab ".len()..])
         })?
     };
+    // A comment: `# …`, or words in brackets after two spaces (`  (a first look)`).
     let rest = rest.split(" #").next().unwrap_or(rest);
+    let rest = rest.split("  (").next().unwrap_or(rest);
     let rest = [" | ", " > ", " 2>", " && ", "; ", " &"]
         .iter()
         .fold(rest, |r, cut| r.split(cut).next().unwrap_or(r));
@@ -115,6 +117,8 @@ fn parses(args: &[String]) -> Result<(), String> {
 fn a_flag_that_does_not_exist_fails_the_example_check() {
     let good = blocklab_args("  blocklab sweep --quick   # 3 levels").expect("an example");
     assert_eq!(good, ["blocklab", "sweep", "--quick"]);
+    let bracketed = blocklab_args("  blocklab bench --quick     (a first look)").expect("an example");
+    assert_eq!(bracketed, ["blocklab", "bench", "--quick"]);
     assert_eq!(parses(&good), Ok(()));
     let bad = blocklab_args("cargo run --release -- sweep --no-such-flag 2>&1 | tee x").expect("an example");
     assert!(parses(&bad).is_err(), "{bad:?} parsed");
@@ -126,9 +130,10 @@ fn every_example_in_every_help_parses() {
     let mut checked = 0;
     let mut wrong = Vec::new();
     for sub in subcommands() {
+        // The examples as written (the rendered help wraps long lines).
         let help = Cli::command()
-            .find_subcommand_mut(&sub)
-            .map(|c| c.render_long_help().to_string())
+            .find_subcommand(&sub)
+            .and_then(|c| c.get_after_long_help().or(c.get_after_help()).map(ToString::to_string))
             .unwrap_or_default();
         for line in help.lines().filter(|l| l.trim_start().starts_with("blocklab ")) {
             let Some(args) = blocklab_args(line) else { continue };
@@ -147,7 +152,17 @@ fn every_example_in_the_readme_parses() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     let mut checked = 0;
     let mut wrong = Vec::new();
+    // Examples are the lines of shell code blocks (```sh); prose that names blocklab is not one.
+    let mut in_shell = false;
     for (i, line) in readme.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            let fence = line.trim_start().trim_start_matches('`');
+            in_shell = !in_shell && matches!(fence, "sh" | "bash" | "console" | "shell");
+            continue;
+        }
+        if !in_shell {
+            continue;
+        }
         let Some(args) = blocklab_args(line) else { continue };
         checked += 1;
         if let Err(e) = parses(&args) {
