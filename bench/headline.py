@@ -45,11 +45,11 @@ It writes, into --out (default results/headline-DATE/): headline.md (the dated t
 the machine, the commit, the command and the time it took), headline.json (every round's
 value), and logs/ (each script's output and JSON, per round).
 
-Time: the full run (5 rounds; 3 s per tool and round; study 1 with 5 rounds of 5 s after a
-2–4 min Neo4j warm-up) takes ~17–20 minutes on the project's 2-core machine, once the
-peers are built (the first run builds blocklab, the Play peer and Neo4j with Maven);
---quick (3 rounds of 2 s, Neo4j warmed 10 s) takes ~5 minutes and says in its table that it
-is a first look. --only runs some jobs; --install apt-get installs wrk, ab, h2load and
+Time, on the project's 2-core machine, once blocklab and the peers are built (the first run
+builds blocklab with cargo, Neo4j's launcher, the Play peer and the ceiling client with
+Maven): the full run (5 rounds of 3 s per tool, ~110 s a round; then study 1, 5 rounds of 4 s
+after a 2–4 min Neo4j warm-up, ~9–11 min) ~18–20 minutes; --quick (3 rounds of 2 s; study 1
+with 3 rounds of 3 s, Neo4j warmed 10 s) ~8 minutes, and its table says it is a first look. --only runs some jobs; --install apt-get installs wrk, ab, h2load and
 nginx first (Debian, as root).
 
     bench/headline.py                          # every figure, 5 rounds
@@ -504,7 +504,8 @@ def write_report(args, out, all_jobs, results, started_wall, started):
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started_wall))
     lines = [f"# blocklab's headline figures, {date}", ""]
     if args.quick:
-        lines += [f"**A first look (`--quick`): {args.rounds} rounds of {args.seconds} s and Neo4j warmed 10 s. "
+        lines += [f"**A first look (`--quick`): {args.rounds} rounds of {args.seconds} s (study 1: 3 s a load, Neo4j "
+                  "warmed 10 s, each server 15 s). "
                   "Too short for its figures to be quoted; the full run (`bench/headline.py`) is the measurement.**", ""]
     lines += [f"- machine: {machine()}",
               f"- commit: {commit()}; {results['blocklab']}",
@@ -631,6 +632,12 @@ def main():
                   flush=True)
             for job in repeated:
                 measure(job, args, out, r + 1, results, f"{job.name}-round{r + 1}")
+            if r == 0 and args.rounds > 1:
+                spent = time.monotonic() - started
+                print(f"  round 1 took {spent:.0f} s: the other {args.rounds - 1} about "
+                      f"{spent * (args.rounds - 1) / 60:.0f} min more"
+                      + ("; then study 1 (~9-11 min, ~4 with --quick)" if any(j.once for j in runnable) else ""),
+                      flush=True)
         for job in (j for j in runnable if j.once):
             print(f"{job.name}: {args.rounds} rounds in one run (load average {loadavg()}, "
                   f"{time.monotonic() - started:.0f} s in)", flush=True)
