@@ -22,6 +22,7 @@ nghttp2-client) and openssl are used when present and named when not.
 
     bench/load-h2.py                                 # 5 rounds of 5 s, -c 10 -m 32
     bench/load-h2.py --rounds 3 --seconds 3 -c 4 -m 16
+    bench/load-h2.py --rounds 1 --json F.json          # machine-readable (bench/headline.py)
 """
 
 import argparse
@@ -112,6 +113,7 @@ def main():
     p.add_argument("-m", "--streams", type=int, default=32, help="concurrent streams per connection")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--load-cpu", type=int, default=1)
+    p.add_argument("--json", metavar="FILE", help="also write each case's and tool's figures per round to FILE")
     args = p.parse_args()
 
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
@@ -134,9 +136,17 @@ def main():
         print(f"nginx `return 200` over HTTP/2 (1 worker process) pinned to CPU {args.server_cpu}; load generators "
               f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections x {args.streams} "
               f"streams; {args.rounds} rounds x {args.seconds} s per tool and case; load average {loadavg()}\n")
+        doc = {"script": "load-h2", "rounds": args.rounds, "seconds": args.seconds, "connections": args.connections,
+               "streams": args.streams, "cases": {}}
         for case, url in (("h2c", f"http://127.0.0.1:{h2c_port}/"), ("h2 (TLS)", f"https://127.0.0.1:{h2_port}/")):
-            table(case, compare(case, tools(url, args, tmp, cert), args, tmp))
+            results = compare(case, tools(url, args, tmp, cert), args, tmp)
+            table(case, results)
+            doc["cases"][case] = {name: {"rps": [x[0] for x in v], "cpu_us_per_request": [x[1] for x in v]}
+                                  for name, v in results.items()}
             print()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=2)
         print(f"load average at the end: {loadavg()}")
     finally:
         for server in servers:

@@ -34,6 +34,7 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH) and wrk are used when p
     bench/load-post.py --rounds 3 --seconds 3 -c 50
     bench/load-post.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
     bench/load-post.py --with-user-agent                # and blocklab's default User-Agent
+    bench/load-post.py --rounds 1 --json F.json         # machine-readable (bench/headline.py)
 """
 
 import argparse
@@ -165,6 +166,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)
     p.add_argument("--body-bytes", type=int, default=1024)
+    p.add_argument("--json", metavar="FILE", help="also write each tool's figures per round to FILE")
     args = p.parse_args()
     runs = builds(args)
 
@@ -185,7 +187,16 @@ def main():
               f"{args.body_bytes}-byte body; load generators pinned to CPU {args.load_cpu}, one thread each, "
               f"{args.connections} connections, keep-alive; {args.rounds} rounds x {args.seconds} s per tool; "
               f"{now_and_load()}\n")
-        table(compare(peers, args.rounds, args.load_cpu, server, tmp))
+        results = compare(peers, args.rounds, args.load_cpu, server, tmp)
+        table(results)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"script": "load-post", "rounds": args.rounds, "seconds": args.seconds,
+                           "connections": args.connections, "body_bytes": args.body_bytes,
+                           "tools": {name: {"rps": [x[0] for x in v], "cpu_us_per_request": [x[1] for x in v],
+                                            "nginx_cpu_us_per_request": [x[2] for x in v],
+                                            "not_2xx": [x[3] for x in v]} for name, v in results.items()}},
+                          f, indent=2)
         print(f"\n{now_and_load()}")
     finally:
         server.terminate()

@@ -35,6 +35,7 @@ It installs nothing: nginx (/usr/sbin/nginx or the PATH), wrk, ab
     bench/load-tls.py --before /tmp/blocklab-before   # a build before a change, in the same rounds
     bench/load-tls.py --with-user-agent                # and blocklab's default User-Agent
     bench/load-tls.py --rounds 0 --instructions        # only what a User-Agent costs nginx (callgrind)
+    bench/load-tls.py --rounds 1 --keep-alive-only --json F.json   # for bench/headline.py
 """
 
 import argparse
@@ -203,6 +204,9 @@ def main():
     p.add_argument("--instructions", type=int, metavar="N", nargs="?", const=20000,
                    help="also count nginx's instructions per request under callgrind (N requests, default "
                         "%(const)s), with blocklab's head with and without its User-Agent")
+    p.add_argument("--keep-alive-only", action="store_true", help="only the keep-alive case (no handshake per request)")
+    p.add_argument("--json", metavar="FILE",
+                   help="also write each case's and tool's figures per round to FILE")
     args = p.parse_args()
     runs = builds(args)
 
@@ -222,10 +226,22 @@ def main():
               f"pinned to CPU {args.load_cpu}, one thread each, {args.connections} connections; "
               f"{args.rounds} rounds x {args.seconds} s per tool and case; {now_and_load()}\n")
         cases = (("keep-alive", kept), ("a new connection per request", fresh)) if args.rounds > 0 else ()
+        if args.keep_alive_only:
+            cases = cases[:1]
+        doc = {"script": "load-tls", "rounds": args.rounds, "seconds": args.seconds,
+               "connections": args.connections, "not_installed": left_out, "cases": {}}
         for case, port in cases:
             peers = tools(case, port, args.connections, args.seconds, tmp, cert, runs)
-            table(case, compare(case, peers, args.rounds, args.load_cpu, tmp, log, server))
+            results = compare(case, peers, args.rounds, args.load_cpu, tmp, log, server)
+            table(case, results)
+            doc["cases"][case] = {name: {"rps": [x[0] for x in v], "cpu_us_per_request": [x[1] for x in v],
+                                         "resumed_share": [x[2] for x in v],
+                                         "nginx_cpu_us_per_request": [x[3] for x in v]}
+                                  for name, v in results.items()}
             print()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=2)
         if args.instructions:
             instructions(args.blocklab, nginx, args.server_cpu, tmp, cert, key, args.instructions)
         print(now_and_load())

@@ -20,6 +20,7 @@ when installed and named when not (Debian: wrk, apache2-utils, hey, nghttp2-clie
 
     bench/loadgen-vs-peers.py                    # 5 rounds of 5 s, then the RSS runs
     bench/loadgen-vs-peers.py --rounds 3 --seconds 3 --no-long-rss --big-c 0
+    bench/loadgen-vs-peers.py --rounds 1 --no-long-rss --big-c 0 --no-oha --json F.json   # for bench/headline.py
 """
 
 import argparse
@@ -149,6 +150,12 @@ def install_oha():
         print(f"note: oha did not build, it is skipped: {r.stderr.strip().splitlines()[-1:]}")
 
 
+def as_json(results):
+    """compare's results as {tool: {"rps": [...], "cpu_us_per_request": [...]}}, one value per round it answered."""
+    return {name: {"rps": [x[0] for x in runs], "cpu_us_per_request": [x[1] for x in runs]}
+            for name, runs in results.items()}
+
+
 def raise_nofile():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -198,6 +205,7 @@ def main():
     p.add_argument("--no-long-rss", action="store_true", help="skip the 10M-request RSS run")
     p.add_argument("--big-c", type=int, default=10_000, help="connections of the second comparison (0: skip it)")
     p.add_argument("--no-oha", action="store_true", help="do not install oha into .local/oha when it is absent")
+    p.add_argument("--json", metavar="FILE", help="also write each tool's requests/s and CPU per request per round to FILE")
     args = p.parse_args()
 
     if not os.path.exists(BLOCKLAB):
@@ -218,6 +226,8 @@ def main():
               f"one thread each; tools: {', '.join(t[0] for t in peers)}\n")
         results = compare(peers, args.rounds, args.load_cpu)
         table(results)
+        doc = {"script": "loadgen-vs-peers", "target": desc, "rounds": args.rounds, "seconds": args.seconds,
+               "connections": args.connections, "not_installed": missing, "tools": as_json(results)}
         if args.big_c:
             big_port = free_port()
             big = subprocess.Popen(["taskset", "-c", str(args.target_cpu), BLOCKLAB, "serve", "--listen",
@@ -229,7 +239,9 @@ def main():
                 print(f"\n-c {args.big_c} against blocklab serve /test (--workers 1, CPU {args.target_cpu}); "
                       f"RLIMIT_NOFILE {raise_nofile()}:")
                 big_peers = tools(big_url, args.big_c, args.seconds, tmp)
-                table(compare(big_peers, args.rounds, args.load_cpu))
+                big_results = compare(big_peers, args.rounds, args.load_cpu)
+                table(big_results)
+                doc["big_c"] = {"connections": args.big_c, "tools": as_json(big_results)}
             finally:
                 big.terminate()
                 big.wait(timeout=15)
@@ -240,6 +252,10 @@ def main():
             cmd = [BLOCKLAB, "load", "-k", "-q", "-c", str(args.connections), "-n", str(n), "--threads", "1", url]
             out, err, wall, cpu, rss, code = rusage_of(cmd, args.load_cpu)
             print(f"  -n {n:>10,}: peak RSS {rss / 1024:.1f} MiB, {wall:.1f} s, exit {code}")
+            doc.setdefault("peak_rss_mib", {})[str(n)] = rss / 1024
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=2)
     finally:
         target.terminate()
         target.wait(timeout=10)

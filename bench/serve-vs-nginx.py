@@ -43,6 +43,7 @@ and valgrind for --instructions, and says so when they are missing.
     bench/serve-vs-nginx.py --rounds 3 --seconds 3
     bench/serve-vs-nginx.py --before /tmp/blocklab-main --instructions
     bench/serve-vs-nginx.py --pipeline 16 --no-blocklab-load   # the servers set the rate
+    bench/serve-vs-nginx.py --rounds 1 --json F.json           # one round, machine-readable (bench/headline.py)
 """
 
 import argparse
@@ -133,6 +134,7 @@ def main():
     p.add_argument("--pipeline", type=int, default=1, metavar="N",
                    help="wrk writes N requests at a time on each connection (HTTP/1.1 pipelining), "
                         "so that the servers, not wrk, set the rate (default: 1, no pipelining)")
+    p.add_argument("--json", metavar="FILE", help="also write each target's requests/s and server CPU per round to FILE")
     p.add_argument("--embedded-read", choices=["index", "cypher"], default="index",
                    help="how blocklab reads its embedded database (this build's flag; --before gets none)")
     args = p.parse_args()
@@ -214,6 +216,13 @@ def main():
 
         med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
                for k, v in results.items() if v}
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"script": "serve-vs-nginx", "rounds": args.rounds, "seconds": args.seconds,
+                           "connections": args.connections, "pipeline": args.pipeline,
+                           "runs": [{"client": client, "target": name, "rps": [x[0] for x in v],
+                                     "server_cpu_us_per_request": [x[1] for x in v]}
+                                    for (name, client), v in results.items()]}, f, indent=2)
         print("\n| client | target | median requests/s | server CPU µs/request |")
         print("|---|---|---|---|")
         for (name, client), (rps, cpu) in med.items():

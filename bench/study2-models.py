@@ -26,10 +26,12 @@ the ones that compare.
     bench/study2-models.py --part memory -n 2000
     bench/study2-models.py --part concurrent --targets lean,tomcat
     bench/study2-models.py --part memory -n 5000 --targets lean --before OLD/blocklab
+    bench/study2-models.py --part memory -n 5000 --targets lean --json F.json   # for bench/headline.py
 """
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -40,7 +42,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCKLAB = os.path.join(ROOT, "target", "release", "blocklab")
+BLOCKLAB = os.environ.get("BLOCKLAB") or os.path.join(ROOT, "target", "release", "blocklab")
 PEERS = os.path.join(ROOT, "scripts", "peers")
 CGROUP_ROOT = "/sys/fs/cgroup/memory"
 RUST_MODELS = ["reactive", "lean", "pool", "thread"]
@@ -177,7 +179,7 @@ def settle(cgroup, seconds=1.0):
     return cgroup.without_cache()
 
 
-def memory_part(args):
+def memory_part(args, found):
     print(f"\n## Memory per connection and per thread (N = {args.n}; cgroup v1 usage_in_bytes less page cache)\n")
     print("| model | idle MiB | threads idle | B per idle conn | B per conn in flight | of which kernel | of which user space | threads in flight |")
     print("|---|---|---|---|---|---|---|---|")
@@ -209,6 +211,11 @@ def memory_part(args):
             per_flight = (in_flight - idle) / args.n
             print(f"| {model}{label} | {idle / 2**20:.1f} | {threads_idle} | {per_idle:,.0f} | {per_flight:,.0f} | "
                   f"{kernel_flight:,.0f} | {per_flight - kernel_flight:,.0f} | {threads_busy} |")
+            found.append({"model": model + label, "n": args.n, "idle_bytes": idle, "threads_idle": threads_idle,
+                          "bytes_per_idle_connection": per_idle, "bytes_per_request_in_flight": per_flight,
+                          "kernel_bytes_per_request_in_flight": kernel_flight,
+                          "user_bytes_per_request_in_flight": per_flight - kernel_flight,
+                          "threads_in_flight": threads_busy})
         finally:
             loop.close()
             server.close()
@@ -282,6 +289,7 @@ def main():
     p.add_argument("--before", metavar="BINARY",
                    help="part memory: also measure each Rust model under this blocklab binary, "
                         "side by side in the same run")
+    p.add_argument("--json", metavar="FILE", help="part memory: also write each model's row to FILE")
     args = p.parse_args()
     args.targets = args.targets.split(",")
     if not os.path.exists(BLOCKLAB):
@@ -292,7 +300,11 @@ def main():
     print(f"server on CPU {args.server_cpu}, client (this script) on CPU {args.client_cpu}; "
           f"binary {BLOCKLAB}")
     if args.part in ("memory", "all"):
-        memory_part(args)
+        found = []
+        memory_part(args, found)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"script": "study2-models", "part": "memory", "n": args.n, "memory": found}, f, indent=2)
     if args.part in ("concurrent", "all"):
         concurrent_part(args)
 
