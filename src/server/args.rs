@@ -2,6 +2,7 @@
 //! command: bind, load the database, print `listening on`, serve until
 //! SIGINT or SIGTERM, drain, exit.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -10,9 +11,10 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use super::actors::ActorLimits;
-use super::config::{ServeConfig, available_cores};
-use super::model::{DEFAULT_POOL_THREADS, Model};
+use super::config::{DEFAULT_ADMISSION_RESERVE_PERCENT, ServeConfig, WorkerSlot, available_cores};
+use super::model::{AdmissionMode, DEFAULT_POOL_THREADS, Model};
 use super::runtime::build_runtime;
+use super::workers;
 use crate::command::shutdown_signal;
 use crate::failure::Failure;
 use crate::flags::{DbClientArgs, parse_addr, parse_db, parse_duration, parse_positive_duration};
@@ -117,6 +119,28 @@ pub struct ServeArgs {
     /// idle keep-alive connection is closed after it too (lean answers a started head 408).
     #[arg(long, default_value = "30s", value_parser = parse_positive_duration, value_name = "DUR")]
     pub header_timeout: Duration,
+
+    /// Admission control: 'auto' admits a connection only while the live memory of this
+    /// process's cgroup leaves room under its cap, and past the descriptor limit accepts and
+    /// closes at once; refused clients get a 503 with Retry-After. 'off' accepts all
+    /// [default: auto for reactive and lean, off for pool and thread].
+    #[arg(long, value_enum, value_name = "auto|off")]
+    pub admission: Option<AdmissionMode>,
+
+    /// Percent of the memory cap admission control keeps free.
+    #[arg(long, default_value_t = DEFAULT_ADMISSION_RESERVE_PERCENT,
+          value_parser = clap::value_parser!(u8).range(1..=90), value_name = "PERCENT")]
+    pub admission_reserve: u8,
+
+    /// Worker processes sharing the listening port (SO_REUSEPORT), each with --workers
+    /// threads, under one supervisor that prints one 'listening on' line, stops them all on
+    /// SIGTERM and reports a worker that dies (lean only).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
+    pub processes: u16,
+
+    /// Set by the supervisor of --processes on each worker it starts: which one it is (I/N).
+    #[arg(long, hide = true, value_name = "I/N")]
+    pub worker: Option<WorkerSlot>,
 }
 
 impl ServeArgs {
@@ -130,6 +154,9 @@ impl ServeArgs {
                 "--embedded-read applies to --db embedded only (FalkorDB and Neo4j run the Cypher query)"
                     .to_string(),
             );
+        }
+        if self.processes > 1 && self.model != Model::Lean {
+            return Err(format!("--processes applies to --model lean only (this is --model {})", self.model));
         }
         Ok(ServeConfig {
             nodes: self.nodes,
@@ -149,6 +176,10 @@ impl ServeArgs {
                 .or(self.model.default_max_connections()),
             accept_count: self.accept_count.unwrap_or(self.model.default_accept_count()),
             header_timeout: self.header_timeout,
+            admission: self.admission.unwrap_or(self.model.default_admission()),
+            admission_reserve_percent: self.admission_reserve,
+            processes: self.worker.map_or(usize::from(self.processes), |slot| slot.of),
+            worker: self.worker,
         })
     }
 }
@@ -157,21 +188,50 @@ impl ServeArgs {
 /// until SIGINT or SIGTERM, drain, exit.
 pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = args.config().map_err(Failure::Usage)?;
-    // Bound before anything slow happens, so "address in use" is immediate.
-    let listener = super::bind(args.listen, config.accept_count)
-        .map_err(|e| Failure::Usage(format!("cannot listen on {}: {e}", args.listen)))?;
+    if config.processes > 1 && config.worker.is_none() {
+        return workers::supervise(&config, args.listen, worker_argv);
+    }
+    // Bound before anything slow happens, so "address in use" is immediate;
+    // a worker's share of the port is bound with SO_REUSEPORT.
+    let listener = match config.worker {
+        None => super::bind(args.listen, config.accept_count),
+        Some(_) => workers::bind_shared(args.listen, config.accept_count),
+    }
+    .map_err(|e| Failure::Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     listener.set_nonblocking(true).context("configuring the listener")?;
     let (runtime, probe) = build_runtime("http", config.workers).context("starting the HTTP runtime")?;
     let result = runtime.block_on(async {
         let listener = TcpListener::from_std(listener).context("registering the listener")?;
         let ready = || println!("listening on http://{addr}");
-        super::run(&config, listener, None, probe, ready, shutdown_signal()).await
+        if config.worker.is_some() {
+            super::run(&config, listener, None, probe, ready, workers::worker_signal()).await
+        } else {
+            super::run(&config, listener, None, probe, ready, shutdown_signal()).await
+        }
     });
     tracing::info!("stopped");
     // Blocking-pool threads still in a read must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result.map_err(Failure::Failed)
+}
+
+/// A worker's command line after the program: this process's own `serve`
+/// flags, less `--listen` and `--processes`, plus the shared address and
+/// the worker's slot.
+fn worker_argv(slot: WorkerSlot, addr: SocketAddr) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec!["serve".into()];
+    let mut own = std::env::args_os().skip_while(|arg| arg != "serve").skip(1);
+    while let Some(arg) = own.next() {
+        let text = arg.to_string_lossy();
+        if text == "--listen" || text == "--processes" {
+            own.next();
+        } else if !(text.starts_with("--listen=") || text.starts_with("--processes=")) {
+            argv.push(arg);
+        }
+    }
+    argv.extend(["--listen".into(), addr.to_string().into(), "--worker".into(), slot.to_string().into()]);
+    argv
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::actors::{self, ActorLimits};
-use super::model::{self, LISTEN_BACKLOG, Model};
+use super::model::{self, AdmissionMode, LISTEN_BACKLOG, Model};
 use crate::graph::{DbSettings, DbUrl, EmbeddedRead};
 
 /// Everything `serve` needs to know, validated.
@@ -42,6 +42,47 @@ pub struct ServeConfig {
     /// connection counts too, and the connection is closed; lean answers a
     /// started head with 408 and lets idle connections be.
     pub header_timeout: Duration,
+    /// Whether connections are admitted only while they fit in the memory
+    /// cap and the descriptor limit ([`super::budget`], [`super::accept`]).
+    /// Off in `Default`; `serve`'s default is the model's
+    /// ([`Model::default_admission`]).
+    pub admission: AdmissionMode,
+    /// Percent of the memory cap admission control keeps free.
+    pub admission_reserve_percent: u8,
+    /// Worker processes sharing the port (`--processes`; 1: this process serves).
+    pub processes: usize,
+    /// Which worker this process is, when a supervisor started it.
+    pub worker: Option<WorkerSlot>,
+}
+
+/// One worker among the processes of `serve --processes N`: its number
+/// (1-based) and how many were started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerSlot {
+    /// This worker's number, 1..=of.
+    pub index: usize,
+    /// Workers started in all.
+    pub of: usize,
+}
+
+impl std::str::FromStr for WorkerSlot {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<WorkerSlot, String> {
+        let bad = || format!("'{text}' is not a worker slot like 2/4");
+        let (index, of) = text.split_once('/').ok_or_else(bad)?;
+        let (index, of) = (index.parse().map_err(|_| bad())?, of.parse().map_err(|_| bad())?);
+        if index == 0 || index > of {
+            return Err(bad());
+        }
+        Ok(WorkerSlot { index, of })
+    }
+}
+
+impl std::fmt::Display for WorkerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.of)
+    }
 }
 
 impl Default for ServeConfig {
@@ -61,6 +102,10 @@ impl Default for ServeConfig {
             max_connections: None,
             accept_count: LISTEN_BACKLOG,
             header_timeout: HEADER_TIMEOUT,
+            admission: AdmissionMode::Off,
+            admission_reserve_percent: DEFAULT_ADMISSION_RESERVE_PERCENT,
+            processes: 1,
+            worker: None,
         }
     }
 }
@@ -74,6 +119,13 @@ pub fn available_cores() -> usize {
 /// `--header-timeout` says otherwise (hyper's default, nginx's is 60 s).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Percent of the memory cap admission control keeps free unless
+/// `--admission-reserve` says otherwise: room for what admitted connections
+/// still grow by (their requests arriving) between two readings of the
+/// cgroup's usage, and for the server's own bursts (a `/metrics` text, a
+/// worker thread's buffers).
+pub const DEFAULT_ADMISSION_RESERVE_PERCENT: u8 = 6;
+
 /// The labels of `blocklab_info` every model shares: the model and its limits.
 pub fn model_info(config: &ServeConfig) -> Vec<(&'static str, String)> {
     let mut info = vec![
@@ -82,7 +134,12 @@ pub fn model_info(config: &ServeConfig) -> Vec<(&'static str, String)> {
         ("workers", config.workers.to_string()),
         ("max_connections", config.max_connections.map_or("unlimited".to_string(), |n| n.to_string())),
         ("accept_count", config.accept_count.to_string()),
+        ("admission", config.admission.name().to_string()),
+        ("processes", config.processes.to_string()),
     ];
+    if let Some(slot) = config.worker {
+        info.push(("worker_process", slot.to_string()));
+    }
     if config.model == Model::Pool {
         info.push(("threads", config.threads.to_string()));
     }

@@ -102,7 +102,7 @@ impl LeanServer {
     /// A server for `config` over `state` (built for the lean model, with
     /// the probe of the runtime its tasks run on).
     pub fn new(config: &ServeConfig, state: AppState) -> std::io::Result<LeanServer> {
-        let admission = Admission::new(config.max_connections, state.metrics().clone());
+        let admission = Admission::for_config(config, state.metrics().clone());
         let test = prelude(200, "text/plain; charset=utf-8", "");
         let json = prelude(200, "application/json", "");
         let head_timeout = config.header_timeout;

@@ -10,6 +10,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
+use super::capacity::Capacity;
 use super::endpoint::Endpoint;
 use super::exposition::{escape, help};
 use super::runtime::{RuntimeProbe, render_runtimes};
@@ -99,6 +100,8 @@ pub struct Metrics {
     pub handler_queue: PeakGauge,
     /// Threads started for one request each (`thread` model).
     pub handler_threads_started: AtomicU64,
+    /// Admission control's figures and the worker processes'.
+    pub capacity: Capacity,
 }
 
 /// A request that has started; recording it on drop keeps in-flight honest
@@ -315,6 +318,7 @@ impl Metrics {
         help(w, "blocklab_connections_accepted_total", "counter", "Connections accepted since start.");
         let _ =
             writeln!(w, "blocklab_connections_accepted_total {}", self.connections_accepted.load(Relaxed));
+        self.capacity.render(w);
         gauge_pair(
             w,
             "blocklab_handler_threads_busy",

@@ -15,6 +15,8 @@ pub mod actors;
 pub mod allocations;
 pub mod app;
 pub mod args;
+pub mod budget;
+pub mod capacity;
 pub mod config;
 pub mod data;
 pub mod delay;
@@ -32,6 +34,7 @@ pub mod request_threads;
 pub mod runtime;
 pub mod state;
 pub mod timer;
+pub mod workers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -107,6 +110,7 @@ pub async fn build_state(
     http: Option<RuntimeProbe>,
 ) -> anyhow::Result<AppState> {
     let metrics = Arc::new(Metrics::default());
+    metrics.capacity.processes.store(config.processes as u64, std::sync::atomic::Ordering::Relaxed);
     let mut info = model_info(config);
     info.extend([
         ("db", config.db.to_string()),
@@ -165,13 +169,14 @@ pub async fn run(
         "starting"
     );
     let state = build_state(config, backend, Some(http)).await?;
+    let shutdown = workers::or_supervisor_gone(config.worker, state.metrics().clone(), shutdown);
     if config.model == Model::Lean {
         let server = lean::LeanServer::new(config, state).context("creating the lean server's epoll set")?;
         ready();
         server.serve(listener, shutdown, config.shutdown_grace).await;
         return Ok(());
     }
-    let admission = Admission::new(config.max_connections, state.metrics().clone());
+    let admission = Admission::for_config(config, state.metrics().clone());
     ready();
     serve(listener, app(state), &admission, shutdown, config).await;
     Ok(())

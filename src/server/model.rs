@@ -49,6 +49,17 @@ impl Model {
         }
     }
 
+    /// Admission control unless `--admission` says otherwise: on for the
+    /// non-blocking models, which are to degrade instead of dying; off for
+    /// `pool` and `thread`, the naive analogues, which die as the seed's
+    /// servers did.
+    pub fn default_admission(self) -> AdmissionMode {
+        match self {
+            Model::Reactive | Model::Lean => AdmissionMode::Auto,
+            Model::Pool | Model::Thread => AdmissionMode::Off,
+        }
+    }
+
     /// The listen backlog unless `--accept-count` says otherwise: Tomcat's
     /// `acceptCount` for `pool`, [`LISTEN_BACKLOG`] for the rest.
     pub fn default_accept_count(self) -> u32 {
@@ -62,6 +73,26 @@ impl Model {
 impl fmt::Display for Model {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// `--admission`: refuse what does not fit, or accept everything as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AdmissionMode {
+    /// Admit a connection only while the cgroup's live memory leaves room for
+    /// it, and refuse at once (a 503) past the descriptor limit.
+    Auto,
+    /// Accept every connection the kernel hands over (the naive server).
+    Off,
+}
+
+impl AdmissionMode {
+    /// The name on the command line and in `blocklab_info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdmissionMode::Auto => "auto",
+            AdmissionMode::Off => "off",
+        }
     }
 }
 
