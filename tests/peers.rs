@@ -1,13 +1,20 @@
-//! Every server peer that serves `/delay` (peers/*/peer.toml, built by
-//! `scripts/peers build`: the seed's Spring Web and WebFlux apps, Spring Web on
-//! virtual threads, Go's net/http, the bare Tomcat and Netty engines): each
-//! starts, prints its `listening on` line, answers `/test` and `/delay`, and
-//! stops on SIGTERM. The README's test command installs and builds them.
+//! The peers (peers/*/peer.toml, built by `scripts/peers build`). Their
+//! manifests read alike from bash and from the harness. Every server peer that
+//! serves `/delay` (the seed's Spring Web and WebFlux apps, Spring Web on
+//! virtual threads, Go's net/http, the bare Tomcat and Netty engines, Python's
+//! asyncio and thread-per-request servers, Node.js) starts, prints its
+//! `listening on` line, answers `/test` and `/delay`, and stops on SIGTERM;
+//! Python's and Node's hold their models (a pool of 200 threads waits in
+//! waves, an event loop does not). The Python study-1 peer answers blocklab's
+//! node on the real Neo4j `scripts/test` starts, and only its `/getData`
+//! blocks its event loop. The README's test command installs and builds them.
 
 mod common;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use blocklab::harness::peers::{Peer, PeerKind, read_manifests};
 use common::{Listening, get};
 
 fn peer(name: &str) -> Listening {
@@ -19,35 +26,122 @@ fn peer(name: &str) -> Listening {
     Listening::start(command)
 }
 
-/// `key = "value"` from a peer.toml (the flat form peers/README.md fixes).
-fn manifest_value(text: &str, key: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
-    })
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The server peers whose manifest lists `/delay`, by folder name.
+/// Every peer of the checkout, read by the harness (the contract's rules).
+fn manifests() -> Vec<Peer> {
+    read_manifests(&repo().join("peers")).unwrap()
+}
+
+/// The server peers that serve `path`, by folder name.
+fn peers_serving(path: &str) -> Vec<String> {
+    manifests().into_iter().filter(|p| p.kind == PeerKind::Server && p.serves(path)).map(|p| p.name).collect()
+}
+
+/// The server peers whose manifest lists `/delay`.
 fn delay_peers() -> Vec<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/peers");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|entry| {
-            let path = entry.ok()?.path();
-            let text = std::fs::read_to_string(path.join("peer.toml")).ok()?;
-            let serves_delay = manifest_value(&text, "endpoints")?.split_whitespace().any(|e| e == "/delay");
-            (manifest_value(&text, "kind")? == "server" && serves_delay)
-                .then(|| manifest_value(&text, "name"))?
+    peers_serving("/delay")
+}
+
+/// `scripts/peer-manifest ARGS`: its stdout, or its stderr as the error.
+fn peer_manifest(args: &[&std::ffi::OsStr]) -> Result<String, String> {
+    let out = std::process::Command::new(repo().join("scripts/peer-manifest")).args(args).output().unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The manifests are read two ways, by scripts/peer-manifest for bash
+/// (scripts/peers) and by the harness: both give every peer's keys the same
+/// values, know the same keys, and refuse the same broken manifests, each
+/// naming the file and the key.
+#[test]
+fn bash_and_the_harness_read_the_manifests_alike() {
+    let keys = peer_manifest(&["--keys".as_ref()]).unwrap();
+    assert_eq!(keys.lines().collect::<Vec<_>>(), Peer::KEYS);
+    // Every key of every peer as bash reads it (NAME<TAB>KEY<TAB>VALUE), in one call.
+    let peers = manifests();
+    let files: Vec<PathBuf> =
+        peers.iter().map(|p| repo().join("peers").join(&p.name).join("peer.toml")).collect();
+    let args: Vec<&std::ffi::OsStr> =
+        std::iter::once("--tsv".as_ref()).chain(files.iter().map(|f| f.as_os_str())).collect();
+    let tsv = peer_manifest(&args).unwrap();
+    let bash: std::collections::BTreeSet<(String, String, String)> = tsv
+        .lines()
+        .map(|line| {
+            let mut fields = line.splitn(3, '\t').map(String::from);
+            (fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap_or_default())
         })
         .collect();
-    names.sort();
-    names
+    let mut harness = std::collections::BTreeSet::new();
+    for peer in &peers {
+        let word = |v: serde_json::Value| v.as_str().unwrap().to_string();
+        let values = [
+            ("name", Some(peer.name.clone())),
+            ("kind", Some(word(serde_json::to_value(peer.kind).unwrap()))),
+            ("runtime", Some(word(serde_json::to_value(peer.runtime).unwrap()))),
+            ("stands_for", Some(peer.stands_for.clone())),
+            ("versions", Some(peer.versions.clone())),
+            ("needs", Some(peer.needs.clone())),
+            ("java", peer.java.clone()),
+            ("debian", Some(peer.debian.clone())),
+            ("uses", Some(peer.uses.clone())),
+            ("endpoints", Some(peer.endpoints.clone())),
+        ];
+        for (key, value) in values {
+            // bash sees an absent key as empty, as the harness's defaults are.
+            let listed = bash.iter().any(|(n, k, _)| *n == peer.name && k == key);
+            if let Some(value) = value.filter(|v| listed || !v.is_empty()) {
+                harness.insert((peer.name.clone(), key.to_string(), value));
+            }
+        }
+    }
+    assert_eq!(bash, harness);
+    let dir = std::env::temp_dir().join(format!("blocklab-peer-manifest-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("web")).unwrap();
+    let file = dir.join("web/peer.toml");
+    let good =
+        "name = \"web\"\nkind = \"server\"\nruntime = \"python\"\nstands_for = \"x\"\nversions = \"1\"\n";
+    let cases = [
+        (good.to_string(), None),
+        (format!("{good}uses = \"a b\"\ndebian = \"c\"\n"), None),
+        (format!("{good}threads = \"200\"\n"), Some("threads")),
+        (good.replace("runtime = \"python\"\n", ""), Some("runtime")),
+        (good.replace("\"python\"", "\"ruby\""), Some("ruby")),
+        (good.replace("\"server\"", "\"proxy\""), Some("proxy")),
+        (good.replace("\"web\"", "\"api\""), Some("name")),
+        (format!("{good}needs = [\"go\"]\n"), Some("needs")),
+        (format!("{good}endpoints = \"/test\\n/delay\"\n"), Some("endpoints")),
+    ];
+    for (text, refused) in cases {
+        std::fs::write(&file, &text).unwrap();
+        let python = peer_manifest(&[file.as_os_str()]);
+        let rust = read_manifests(&dir);
+        match refused {
+            None => {
+                assert!(python.is_ok() && rust.is_ok(), "{text}: {python:?} {rust:?}");
+            }
+            Some(key) => {
+                let python = python.unwrap_err();
+                let rust = rust.unwrap_err();
+                for err in [&python, &rust] {
+                    assert!(err.contains("web/peer.toml") && err.contains(key), "{text}: {err}");
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_seed_stack_and_its_neighbours_are_peers() {
     let names = delay_peers();
-    for name in ["go-nethttp", "netty", "spring-web", "spring-web-vt", "spring-webflux", "tomcat"] {
+    let peers = ["go-nethttp", "netty", "spring-web", "spring-web-vt", "spring-webflux", "tomcat"];
+    for name in peers {
         assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
     }
 }
