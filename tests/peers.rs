@@ -15,14 +15,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use blocklab::harness::peers::{Peer, PeerKind, read_manifests};
-use common::{Listening, get};
+use common::{Frozen, Listening, get, get_concurrently, managed_neo4j_pid, neo4j_uri, seed_neo4j};
 
 fn peer(name: &str) -> Listening {
+    peer_with(name, &[])
+}
+
+/// `scripts/peers run NAME --listen 127.0.0.1:0 ARGS`, once it listens.
+fn peer_with(name: &str, args: &[&str]) -> Listening {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers");
     let built = std::process::Command::new(script).args(["check", name]).status().unwrap();
     assert!(built.success(), "{name} is not built: run scripts/peers install && scripts/peers build");
     let mut command = std::process::Command::new(script);
-    command.args(["run", name, "--listen", "127.0.0.1:0"]);
+    command.args(["run", name, "--listen", "127.0.0.1:0"]).args(args);
     Listening::start(command)
 }
 
@@ -140,7 +145,17 @@ fn bash_and_the_harness_read_the_manifests_alike() {
 #[test]
 fn the_seed_stack_and_its_neighbours_are_peers() {
     let names = delay_peers();
-    let peers = ["go-nethttp", "netty", "spring-web", "spring-web-vt", "spring-webflux", "tomcat"];
+    let peers = [
+        "go-nethttp",
+        "netty",
+        "node",
+        "python-asyncio",
+        "python-threads",
+        "spring-web",
+        "spring-web-vt",
+        "spring-webflux",
+        "tomcat",
+    ];
     for name in peers {
         assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
     }
@@ -163,4 +178,133 @@ async fn each_server_peer_answers_test_and_delay_and_stops_on_sigterm() {
         let code = server.exit_within(Duration::from_secs(20));
         assert!(matches!(code, Some(0 | 143)), "{name} exited with {code:?}");
     }
+}
+
+/// The thread-per-request peer waits in waves of its pool (200 threads), the
+/// event-loop peers hold every request at once: 300 concurrent waits of 2 s
+/// take two waves (≥ 4 s) in gunicorn's gthread worker and about one
+/// (< 3.5 s) under asyncio and Node.js.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pythons_thread_pool_waits_in_waves_and_the_event_loops_do_not() {
+    const CONCURRENT: usize = 300;
+    for (name, pooled) in [("python-threads", true), ("python-asyncio", false), ("node", false)] {
+        let mut server = peer(name);
+        let (replies, wall) = get_concurrently(server.addr, "/delay?ms=2000", CONCURRENT).await;
+        assert!(replies.iter().all(|r| r.status == 200), "{name}: not every request succeeded");
+        if pooled {
+            assert!(
+                wall >= Duration::from_secs(4),
+                "{name}: {CONCURRENT} waits took {wall:?}, not two waves"
+            );
+        } else {
+            assert!(
+                wall < Duration::from_millis(3500),
+                "{name}: {CONCURRENT} waits took {wall:?}, not one wave"
+            );
+        }
+        server.sigterm();
+        let code = server.exit_within(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{name}");
+    }
+}
+
+/// The ids the Python study-1 peer reads: those the other Neo4j tests seed.
+const NODES: u64 = 1000;
+
+/// Reads of `path` sent while Neo4j is frozen (SIGSTOP), and how long `/test`
+/// took to answer meanwhile (None: not within 2 s); then Neo4j is thawed and
+/// every read must answer its node.
+async fn test_behind_frozen_reads(
+    addr: std::net::SocketAddr,
+    neo4j: u32,
+    path: &str,
+    reads: usize,
+) -> Option<Duration> {
+    let frozen = Frozen::new(neo4j);
+    let reads: Vec<_> = (1..=reads)
+        .map(|id| {
+            let url = format!("{path}?id={id}");
+            tokio::spawn(async move { (id, get(addr, &url).await) })
+        })
+        .collect();
+    // Let every read reach the server and wait on Neo4j.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let test = tokio::spawn(async move { get(addr, "/test").await });
+    let test_elapsed = match tokio::time::timeout(Duration::from_secs(2), async {
+        while !test.is_finished() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    {
+        Ok(()) => Some(test.await.unwrap().elapsed),
+        Err(_) => None,
+    };
+    drop(frozen);
+    for read in reads {
+        let (id, reply) = tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: no answer 30 s after Neo4j was thawed"))
+            .unwrap();
+        assert_eq!(reply.status, 200, "{path}?id={id}: {}", reply.body);
+        assert_eq!(reply.json()["id"], id as u64, "{path}?id={id}: {}", reply.body);
+    }
+    test_elapsed
+}
+
+/// Study 1 in Python (peers/python-neo4j) on the real Neo4j: every endpoint
+/// answers blocklab's node, bad ids are 400, and the models hold: with Neo4j
+/// frozen, one read of `/getData` (the synchronous driver in an `async def`)
+/// holds the event loop, so `/test` waits behind it; reads of the async
+/// driver and of the synchronous one on FastAPI's thread pool leave it free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn python_neo4j_answers_the_node_and_only_get_data_blocks_its_event_loop() {
+    let Some(uri) = neo4j_uri() else { return };
+    seed_neo4j(&uri, NODES);
+    let mut server = peer_with("python-neo4j", &["--db", &uri, "--nodes", &NODES.to_string()]);
+    let addr = server.addr;
+    assert_eq!(get(addr, "/test").await.body, "works");
+    for path in ["/getData", "/getDataAsync", "/getDataAsync2", "/getDataSpawnBlocking"] {
+        let reply = get(addr, &format!("{path}?id=77")).await;
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (
+                200,
+                r#"{"id":77,"name":"resource77","code":"test.lp.content.77","mimeType":"application/pdf","contentType":"Resource","body":"body string"}"#
+            ),
+            "{path}"
+        );
+        assert_eq!(reply.headers["content-type"], "application/json", "{path}");
+        let random = get(addr, path).await;
+        let id = random.json()["id"].as_u64().unwrap_or_else(|| panic!("{path}: {}", random.body));
+        assert!((1..=NODES).contains(&id), "{path}: id {id}");
+        for bad in ["?id=abc", "?id=0", "?id=1001"] {
+            let reply = get(addr, &format!("{path}{bad}")).await;
+            assert_eq!(reply.status, 400, "{path}{bad}: {}", reply.body);
+            assert!(reply.json()["error"].is_string(), "{path}{bad}: {}", reply.body);
+        }
+    }
+    match managed_neo4j_pid(&uri) {
+        Some(neo4j) => {
+            // One blocking read holds the event loop: nothing else is served.
+            let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData", 1).await;
+            assert!(
+                behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
+                "/test answered in {behind_blocking:?} behind a blocking read: it did not hold the event loop"
+            );
+            for path in ["/getDataAsync", "/getDataAsync2", "/getDataSpawnBlocking"] {
+                let behind = test_behind_frozen_reads(addr, neo4j, path, 8).await;
+                assert!(
+                    behind.is_some_and(|t| t < Duration::from_secs(1)),
+                    "/test took {behind:?} behind 8 reads of {path}: they held the event loop"
+                );
+            }
+        }
+        None => eprintln!(
+            "the model checks skipped: {uri} is not a Neo4j that scripts/neo4j started (no pid to freeze)"
+        ),
+    }
+    server.sigterm();
+    let code = server.exit_within(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "python-neo4j");
 }
