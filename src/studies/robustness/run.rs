@@ -460,7 +460,7 @@ struct Samples {
     heap: Option<u64>,
 }
 
-/// Samples a process's threads, its cgroup's memory (page cache excluded)
+/// Samples a process's threads (its cgroup's, when it has one), its cgroup's memory (page cache excluded)
 /// and a JVM's heap every 50 ms, from a thread of its own.
 struct Sampler {
     stop: std::sync::Arc<AtomicBool>,
@@ -479,7 +479,9 @@ impl Sampler {
                 }
             };
             loop {
-                max(&mut seen.threads, pid.and_then(threads_of));
+                // The whole tree's threads when it has a cgroup (gunicorn's worker is a child).
+                let cgroup_threads = cgroup.as_deref().and_then(crate::harness::cgroup::threads);
+                max(&mut seen.threads, cgroup_threads.or_else(|| pid.and_then(threads_of)));
                 max(&mut seen.memory, cgroup.as_deref().and_then(crate::harness::cgroup::usage_less_cache));
                 max(&mut seen.heap, jvm.and_then(crate::harness::jvm::heap_used));
                 if stopped.load(Relaxed) {
