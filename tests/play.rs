@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Listening, get, neo4j_uri, output_within};
+use common::{Frozen, Listening, get, managed_neo4j_pid, neo4j_uri, seed_neo4j};
 
 const NODES: u64 = 1000;
 
@@ -24,14 +24,6 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn seed(uri: &str) {
-    let output = output_within(
-        common::blocklab().args(["seed", "--db", uri, "--nodes", &NODES.to_string()]),
-        Duration::from_secs(120),
-    );
-    assert!(output.status.success(), "seed failed: {}", String::from_utf8_lossy(&output.stderr));
-}
-
 fn play(uri: &str) -> Listening {
     let script = repo().join("scripts/peers");
     let built = std::process::Command::new(&script).args(["check", "play"]).status().unwrap();
@@ -39,37 +31,6 @@ fn play(uri: &str) -> Listening {
     let mut command = std::process::Command::new(script);
     command.args(["run", "play", "--listen", "127.0.0.1:0", "--db", uri, "--nodes", &NODES.to_string()]);
     Listening::start(command)
-}
-
-/// The pid of the Neo4j that `scripts/neo4j start PORT` runs for `uri`, if it
-/// is one (its pid file in `.local/neo4j/PORT/`).
-fn managed_neo4j_pid(uri: &str) -> Option<u32> {
-    let port = uri.rsplit(':').next()?.trim_end_matches('/');
-    let text = std::fs::read_to_string(repo().join(".local/neo4j").join(port).join("pid")).ok()?;
-    let pid: u32 = text.trim().parse().ok()?;
-    std::path::Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
-}
-
-fn signal(pid: u32, name: &str) {
-    let status = std::process::Command::new("kill").args([name, &pid.to_string()]).status().unwrap();
-    assert!(status.success(), "kill {name} {pid} failed");
-}
-
-/// Neo4j frozen with SIGSTOP for as long as this lives; SIGCONT on drop, so
-/// that a failing assertion never leaves the shared database stopped.
-struct Frozen(u32);
-
-impl Frozen {
-    fn new(pid: u32) -> Frozen {
-        signal(pid, "-STOP");
-        Frozen(pid)
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        signal(self.0, "-CONT");
-    }
 }
 
 /// Sends [`IN_FLIGHT`] reads of `path` while Neo4j is frozen and returns how
@@ -111,7 +72,7 @@ async fn test_behind_frozen_reads(addr: SocketAddr, neo4j: u32, path: &str) -> O
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plays_endpoints_answer_blocklabs_node_and_its_models_hold() {
     let Some(uri) = neo4j_uri() else { return };
-    seed(&uri);
+    seed_neo4j(&uri, NODES);
     let mut server = play(&uri);
     let addr = server.addr;
 

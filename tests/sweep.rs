@@ -337,6 +337,37 @@ fn spring_webflux_and_go_beside_a_model_in_a_short_sweep() {
     assert!(dir.join("charts/per-request.svg").is_file());
 }
 
+/// Python's and Node's peers in a short sweep, each under its runtime's own
+/// memory setting: Python capped as a whole process at `--memory` (it has no
+/// heap setting), Node's V8 heap at the cap (`--max-old-space-size`, the
+/// JVMs' `-Xmx`) and its whole process uncapped. gunicorn's threads are
+/// counted in its worker, a child of the process started.
+#[test]
+fn python_and_node_in_a_short_sweep_under_their_memory_settings() {
+    let peers = ["python-asyncio", "python-threads", "node"];
+    for name in peers {
+        assert_built(name);
+    }
+    let dir = temp_dir("sweep-python-node");
+    let results = short_sweep(&dir, &["--targets", &peers.join(","), "--levels", "10,30"]);
+    for name in peers {
+        let t = target(&results, name);
+        assert_eq!(t["highest_full_success"], 30, "{t:#}");
+        assert!(t["steps"][0]["min_ms"].as_f64().unwrap() >= 200.0, "answered before the delay: {t:#}");
+        assert!(t["per_request"]["process_kib"].is_number(), "{t:#}");
+    }
+    for python in ["python-asyncio", "python-threads"] {
+        let t = target(&results, python);
+        assert_eq!(t["cap_bytes"], 50 << 20, "{t:#}");
+        assert!(t["cap"].as_str().unwrap().starts_with("50 MiB, whole process"), "{t:#}");
+    }
+    let threads = target(&results, "python-threads")["steps"][1]["peak_threads"].as_u64().unwrap();
+    assert!(threads >= 30, "30 requests sleep in 30 of the worker's threads, {threads} counted");
+    let node = target(&results, "node");
+    assert!(node["cap_bytes"].is_null(), "{node:#}");
+    assert!(node["cap"].as_str().unwrap().ends_with("heap NODE_OPTIONS=--max-old-space-size=50"), "{node:#}");
+}
+
 /// The sweep's client, as the server sees it: with the per-address count
 /// forced down to 4, ten connections come from three loopback addresses.
 #[tokio::test]

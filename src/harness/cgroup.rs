@@ -201,6 +201,16 @@ fn writable(dir: PathBuf, version: Version) -> Result<(PathBuf, Version), String
     }
 }
 
+/// The threads of every process in the cgroup at `dir` (v1's `tasks`, v2's
+/// `cgroup.threads`: one thread id a line): a process tree's, such as
+/// gunicorn's master and its worker.
+pub fn threads(dir: &Path) -> Option<u64> {
+    let list = std::fs::read_to_string(dir.join("tasks"))
+        .or_else(|_| std::fs::read_to_string(dir.join("cgroup.threads")))
+        .ok()?;
+    Some(list.lines().filter(|l| !l.trim().is_empty()).count() as u64)
+}
+
 /// Charged memory less page cache of the cgroup at `dir` (v1 or v2): what
 /// the process itself holds. Page cache (the binary's and the jars' pages)
 /// is charged to whichever cgroup reads it first and is reclaimed before

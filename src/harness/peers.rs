@@ -19,28 +19,70 @@ pub enum PeerKind {
     Database,
     /// A load client.
     Client,
+    /// A process between a server and its database (a proxy that adds
+    /// latency or stalls), started by the harness like a database.
+    Link,
 }
 
-/// The runtime a peer runs on: what decides how its memory is capped (a JVM
-/// gets a heap limit, Go a soft limit under its cgroup cap).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// The runtime a peer runs on, as its manifest declares it: what decides
+/// how a memory cap becomes the runtime's own setting ([`Runtime::memory_env`];
+/// a JVM's heap comes from `JAVA_OPTS`, which the study decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
-    /// A Java virtual machine (`java` in its needs, or a Java release).
+    /// A Java virtual machine: its heap is capped (`-Xmx`), the whole process only when asked.
     Jvm,
-    /// A Go binary (`go` in its needs).
+    /// A Go binary: capped as a whole process, with `GOMEMLIMIT` under the cap.
     Go,
-    /// Anything else: capped as a whole process only.
+    /// Native code (C, C++, Rust): capped as a whole process only.
     Native,
+    /// CPython: no heap setting, capped as a whole process only.
+    Python,
+    /// Node.js: its V8 heap is capped (`--max-old-space-size`), the whole process only when asked.
+    Node,
 }
 
-/// One peer, as its `peer.toml` describes it.
+impl Runtime {
+    /// Whether the runtime has a heap limit of its own (the JVM's `-Xmx`,
+    /// V8's `--max-old-space-size`): such a runtime is capped by its heap,
+    /// as the seed capped its JVMs, and as a whole process only when asked.
+    pub fn has_heap(self) -> bool {
+        matches!(self, Runtime::Jvm | Runtime::Node)
+    }
+
+    /// The environment variable and value that set the runtime's own memory
+    /// limit under `cap` bytes, for the runtimes that take one from the
+    /// environment: Go's soft limit at four fifths of a whole-process cap
+    /// ([`go_memory_limit`]); Node's old-space heap at the cap, whole MiB (the
+    /// JVM's `-Xmx`, which comes from `JAVA_OPTS` instead). `None` for the others.
+    pub fn memory_env(self, cap: u64) -> Option<(&'static str, String)> {
+        match self {
+            Runtime::Go => Some(("GOMEMLIMIT", format!("{}MiB", go_memory_limit(cap) >> 20))),
+            Runtime::Node => Some(("NODE_OPTIONS", format!("--max-old-space-size={}", (cap >> 20).max(1)))),
+            Runtime::Jvm | Runtime::Native | Runtime::Python => None,
+        }
+    }
+}
+
+/// `GOMEMLIMIT` for a Go process under a cgroup cap of `cap` bytes: four
+/// fifths of it, whole MiB (40 MiB under 50 MiB), the headroom Go's runtime
+/// needs beyond its heap (stacks, runtime structures, the kernel's share).
+pub fn go_memory_limit(cap: u64) -> u64 {
+    (cap / 5 * 4) >> 20 << 20
+}
+
+/// One peer, as its `peer.toml` describes it. The rules (peers/README.md)
+/// are also those of `scripts/peer-manifest`, the reader for bash: every key
+/// a one-line string, the five first required, no other key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Peer {
     /// The folder's name; the target's name.
     pub name: String,
-    /// Server, database or client.
+    /// Server, database, client or link.
     pub kind: PeerKind,
+    /// What it runs on.
+    pub runtime: Runtime,
     /// What it stands for, in one line.
     pub stands_for: String,
     /// The versions of what it is built from.
@@ -51,12 +93,53 @@ pub struct Peer {
     /// The Java release it needs, if it is a JVM peer.
     #[serde(default)]
     pub java: Option<String>,
+    /// The Debian packages it needs, space-separated (`scripts/peers install`).
+    #[serde(default)]
+    pub debian: String,
+    /// Other peers' folders its build reads, space-separated (a change there rebuilds it).
+    #[serde(default)]
+    pub uses: String,
     /// What it serves, space-separated paths (servers only).
     #[serde(default)]
     pub endpoints: String,
 }
 
 impl Peer {
+    /// Every key a manifest may hold, the required ones first (as
+    /// `scripts/peer-manifest --keys` prints them).
+    pub const KEYS: [&str; 10] =
+        ["name", "kind", "runtime", "stands_for", "versions", "needs", "java", "debian", "uses", "endpoints"];
+
+    /// Reads the manifest `text` of the folder called `folder`, by the contract's rules.
+    pub fn parse(text: &str, folder: &str) -> Result<Peer, String> {
+        let peer: Peer = toml::from_str(text).map_err(|e| match e.span() {
+            // The line at fault, which names the key, when the error has one.
+            Some(span) if span.start > 0 || span.end < text.len() => {
+                let number = text[..span.start].matches('\n').count() + 1;
+                let line = text.lines().nth(number - 1).unwrap_or("").trim();
+                format!("line {number} `{line}`: {}", e.message())
+            }
+            _ => e.message().to_string(),
+        })?;
+        let values = [
+            ("name", Some(&peer.name)),
+            ("stands_for", Some(&peer.stands_for)),
+            ("versions", Some(&peer.versions)),
+            ("needs", Some(&peer.needs)),
+            ("java", peer.java.as_ref()),
+            ("debian", Some(&peer.debian)),
+            ("uses", Some(&peer.uses)),
+            ("endpoints", Some(&peer.endpoints)),
+        ];
+        if let Some((key, _)) = values.iter().find(|(_, v)| v.is_some_and(|v| v.contains(['\n', '\t']))) {
+            return Err(format!("key '{key}' must be a one-line string"));
+        }
+        if peer.name != folder {
+            return Err(format!("key 'name' is '{}', not its folder's name '{folder}'", peer.name));
+        }
+        Ok(peer)
+    }
+
     /// Whether it serves `path` (e.g. `/delay`).
     pub fn serves(&self, path: &str) -> bool {
         self.endpoints.split_whitespace().any(|e| e == path)
@@ -64,18 +147,7 @@ impl Peer {
 
     /// Whether it runs on a JVM.
     pub fn is_jvm(&self) -> bool {
-        self.java.is_some() || self.needs.split_whitespace().any(|n| n == "java")
-    }
-
-    /// The runtime it runs on, as far as memory settings go.
-    pub fn runtime(&self) -> Runtime {
-        if self.is_jvm() {
-            Runtime::Jvm
-        } else if self.needs.split_whitespace().any(|n| n == "go") {
-            Runtime::Go
-        } else {
-            Runtime::Native
-        }
+        self.runtime == Runtime::Jvm
     }
 
     /// The commands of `needs` that are not on this machine's `PATH`.
@@ -151,10 +223,8 @@ pub fn read_manifests(dir: &Path) -> Result<Vec<Peer>, String> {
     for entry in entries.flatten() {
         let manifest = entry.path().join("peer.toml");
         let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
-        let peer: Peer = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-        if peer.name != entry.file_name().to_string_lossy() {
-            return Err(format!("{}: name = \"{}\" is not its folder's name", manifest.display(), peer.name));
-        }
+        let peer = Peer::parse(&text, &entry.file_name().to_string_lossy())
+            .map_err(|e| format!("{}: {e}", manifest.display()))?;
         peers.push(peer);
     }
     peers.sort_by(|a, b| a.name.cmp(&b.name));
@@ -184,26 +254,60 @@ mod tests {
         std::fs::create_dir_all(dir.join("not-a-peer")).unwrap();
         std::fs::write(
             dir.join("web/peer.toml"),
-            "name = \"web\"\nkind = \"server\"\nstands_for = \"a server\"\nversions = \"1.0\"\n\
-             needs = \"java mvn\"\njava = \"17\"\nendpoints = \"/test /delay\"\n",
+            "name = \"web\"\nkind = \"server\"\nruntime = \"jvm\"\nstands_for = \"a server\"\n\
+             versions = \"1.0\"\nneeds = \"java mvn\"\njava = \"17\"\nendpoints = \"/test /delay\"\n",
         )
         .unwrap();
         let peers = read_manifests(&dir).unwrap();
         assert_eq!(peers.len(), 1);
         let web = &peers[0];
-        assert_eq!((web.name.as_str(), web.kind), ("web", PeerKind::Server));
+        assert_eq!((web.name.as_str(), web.kind, web.runtime), ("web", PeerKind::Server, Runtime::Jvm));
         assert!(web.serves("/delay") && !web.serves("/getData") && web.is_jvm());
-        std::fs::write(dir.join("web/peer.toml"), "name = \"other\"\nkind = \"server\"\n").unwrap();
-        assert!(read_manifests(&dir).is_err());
+        let good =
+            "name = \"web\"\nkind = \"link\"\nruntime = \"go\"\nstands_for = \"x\"\nversions = \"1\"\n";
+        assert_eq!(Peer::parse(good, "web").unwrap().kind, PeerKind::Link);
+        for (bad, says) in [
+            (good.replace("\"web\"", "\"other\""), "not its folder's name"),
+            (format!("{good}port = \"80\"\n"), "unknown field `port`"),
+            (good.replace("runtime = \"go\"\n", ""), "missing field `runtime`"),
+            (good.replace("\"go\"", "\"perl\""), "unknown variant `perl`"),
+            (format!("{good}needs = \"a\\nb\"\n"), "key 'needs' must be a one-line string"),
+            (format!("{good}java = 17\n"), "invalid type"),
+        ] {
+            let err = Peer::parse(&bad, "web").unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        std::fs::write(dir.join("web/peer.toml"), good.replace("\"web\"", "\"other\"")).unwrap();
+        let err = read_manifests(&dir).unwrap_err();
+        assert!(err.contains("web/peer.toml: key 'name'"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
+    fn a_cap_becomes_each_runtimes_own_setting() {
+        let mib = 1 << 20;
+        assert_eq!(Runtime::Go.memory_env(50 * mib), Some(("GOMEMLIMIT", "40MiB".to_string())));
+        assert_eq!(
+            Runtime::Node.memory_env(50 * mib),
+            Some(("NODE_OPTIONS", "--max-old-space-size=50".to_string()))
+        );
+        for none in [Runtime::Jvm, Runtime::Native, Runtime::Python] {
+            assert_eq!(none.memory_env(50 * mib), None);
+        }
+        assert!(Runtime::Jvm.has_heap() && Runtime::Node.has_heap());
+        assert!(!Runtime::Go.has_heap() && !Runtime::Python.has_heap() && !Runtime::Native.has_heap());
+    }
+
+    #[test]
     fn the_checkouts_peers_follow_the_contract() {
-        let peers = read_manifests(&Path::new(env!("CARGO_MANIFEST_DIR")).join("peers")).unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers");
+        let peers = read_manifests(&dir).unwrap();
         assert!(!peers.is_empty());
         for p in &peers {
             assert!(!p.stands_for.is_empty() && !p.versions.is_empty(), "{}", p.name);
+            for file in ["README.md", "build", "run"] {
+                assert!(dir.join(&p.name).join(file).is_file(), "peers/{} has no {file}", p.name);
+            }
             if p.kind == PeerKind::Server {
                 assert!(p.serves("/test"), "{} does not serve /test", p.name);
             }

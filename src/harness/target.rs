@@ -112,7 +112,7 @@ impl Target {
     /// What it runs on, as far as memory settings and runtime figures go.
     pub fn runtime(&self) -> Runtime {
         match self {
-            Target::Peer(peer) => peer.runtime(),
+            Target::Peer(peer) => peer.runtime,
             Target::Blocklab(_) | Target::Url(_) => Runtime::Native,
         }
     }

@@ -412,6 +412,48 @@ pub fn neo4j_uri() -> Option<String> {
     }
 }
 
+/// Seeds the Neo4j at `uri` with `nodes` Content nodes (`blocklab seed`; the
+/// tests of one Neo4j all use one number, since seeding to N deletes the nodes above N).
+pub fn seed_neo4j(uri: &str, nodes: u64) {
+    let output = output_within(
+        blocklab().args(["seed", "--db", uri, "--nodes", &nodes.to_string()]),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "seed failed: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// The pid of the Neo4j that `scripts/neo4j start PORT` runs for `uri`, if it
+/// is one (its pid file in `.local/neo4j/PORT/`).
+pub fn managed_neo4j_pid(uri: &str) -> Option<u32> {
+    let port = uri.rsplit(':').next()?.trim_end_matches('/');
+    let pidfile =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".local/neo4j").join(port).join("pid");
+    let pid: u32 = std::fs::read_to_string(pidfile).ok()?.trim().parse().ok()?;
+    std::path::Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = std::process::Command::new("kill").args([name, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {name} {pid} failed");
+}
+
+/// A process (a Neo4j) frozen with SIGSTOP for as long as this lives; SIGCONT
+/// on drop, so that a failing assertion never leaves a shared database stopped.
+pub struct Frozen(u32);
+
+impl Frozen {
+    pub fn new(pid: u32) -> Frozen {
+        signal(pid, "-STOP");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
 /// `blocklab load ARGS` as the command line parses it (quiet: tests read the result, not the progress).
 pub fn load_plan(args: &[&str]) -> blocklab::load::LoadPlan {
     use clap::Parser;

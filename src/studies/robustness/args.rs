@@ -52,11 +52,13 @@ pub struct SweepArgs {
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub delay: Option<Duration>,
 
-    /// Memory cap of each Rust target's whole process (e.g. 50MiB, 1GiB).
+    /// Memory cap of each target's whole process (e.g. 50MiB, 1GiB): Rust, Go (with GOMEMLIMIT at 4/5 of it)
+    /// and Python; Node's heap (--max-old-space-size), its whole process only with --jvm-memory.
     #[arg(long, default_value = "50MiB", value_parser = parse_size, value_name = "SIZE")]
     pub memory: u64,
 
-    /// Memory cap of each JVM peer's whole process [default: none; the heap is capped at -Xmx50M, as the seed].
+    /// Memory cap of the whole process of each peer whose runtime has a heap, JVM or Node.js [default: none;
+    /// the heap is capped: -Xmx50M as the seed, Node's at --memory].
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub jvm_memory: Option<u64>,
 

@@ -14,13 +14,6 @@ pub const QUICK_LEVELS: [usize; 3] = [100, 400, 800];
 /// The JVM peers' options, the seed's heap.
 pub const JVM_OPTS: &str = "-Xms25M -Xmx50M";
 
-/// `GOMEMLIMIT` for a Go target under a cgroup cap of `cap` bytes: four
-/// fifths of it, whole MiB (40 MiB under 50 MiB), the headroom Go's runtime
-/// needs beyond its heap (stacks, runtime structures, the kernel's share).
-pub fn go_memory_limit(cap: u64) -> u64 {
-    (cap / 5 * 4) >> 20 << 20
-}
-
 /// Who sends a step's requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -53,7 +46,8 @@ pub struct SweepPlan {
     pub delay: Duration,
     /// Cap of a Rust target's whole process, in bytes.
     pub memory: u64,
-    /// Cap of a JVM peer's whole process (`None`: only the heap is capped, as the seed).
+    /// Cap of the whole process of a peer whose runtime has a heap (a JVM,
+    /// Node.js; `None`: only the heap is capped, as the seed's JVMs).
     pub jvm_memory: Option<u64>,
     /// The JVM peers' options (`JAVA_OPTS`; the seed's heap by default).
     pub jvm_opts: String,

@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use super::jmeter;
-use super::plan::{Client, SweepPlan, go_memory_limit};
+use super::plan::{Client, SweepPlan};
 use super::report;
 use super::results::{Death, DeathKind, Recovery, Step, StepStatus, SweepResults, TargetResult};
 use super::step;
 use crate::harness::cgroup::MemoryCgroup;
+use crate::harness::peers::Runtime;
 use crate::harness::placement;
 use crate::harness::process::ServerProcess;
 use crate::harness::target::Target;
@@ -195,7 +196,8 @@ fn sweep_target(
     let mut cgroup = None;
     let mut server = None;
     if let Some(mut command) = command_for(plan, target) {
-        let cap = if target.is_jvm() { plan.jvm_memory } else { Some(plan.memory) };
+        let runtime = target.runtime();
+        let cap = if runtime.has_heap() { plan.jvm_memory } else { Some(plan.memory) };
         if plan.use_cgroups {
             let cgroup_name = format!("blocklab-sweep-{}-{name}", std::process::id());
             match MemoryCgroup::create(&cgroup_name, cap) {
@@ -209,14 +211,14 @@ fn sweep_target(
                     };
                     if let Some(bytes) = cap
                         && target.is_go()
+                        && let Some((var, value)) = runtime.memory_env(bytes)
                     {
                         // Go's GC does not see a cgroup's limit: without a soft limit
                         // under it, the heap grows past the cap before a collection and
                         // the kernel kills the process (measured: 77 % at 2000, then
                         // OOM-killed). Go users in containers set GOMEMLIMIT; so does the sweep.
-                        let limit = go_memory_limit(bytes);
-                        command.env("GOMEMLIMIT", format!("{}MiB", limit >> 20));
-                        result.cap += &format!("; GOMEMLIMIT={}MiB (4/5 of the cap)", limit >> 20);
+                        command.env(var, &value);
+                        result.cap += &format!("; {var}={value} (4/5 of the cap)");
                     }
                     command = c.wrap(&command);
                     cgroup = Some(c);
@@ -226,6 +228,13 @@ fn sweep_target(
         }
         if target.is_jvm() {
             result.cap += &format!("; heap {}", plan.jvm_opts);
+        }
+        // Node's heap at --memory, as the JVMs' -Xmx (V8 does not see a cgroup's limit either).
+        if runtime == Runtime::Node
+            && let Some((var, value)) = runtime.memory_env(plan.memory)
+        {
+            command.env(var, &value);
+            result.cap += &format!("; heap {var}={value}");
         }
         result.command = Some(describe(&command));
         eprintln!("sweep: {name}: memory cap {}", result.cap);
@@ -481,7 +490,7 @@ struct Samples {
     heap: Option<u64>,
 }
 
-/// Samples a process's threads, its cgroup's memory (page cache excluded)
+/// Samples a process's threads (its cgroup's, when it has one), its cgroup's memory (page cache excluded)
 /// and a JVM's heap every 50 ms, from a thread of its own.
 struct Sampler {
     stop: std::sync::Arc<AtomicBool>,
@@ -500,7 +509,9 @@ impl Sampler {
                 }
             };
             loop {
-                max(&mut seen.threads, pid.and_then(threads_of));
+                // The whole tree's threads when it has a cgroup (gunicorn's worker is a child).
+                let cgroup_threads = cgroup.as_deref().and_then(crate::harness::cgroup::threads);
+                max(&mut seen.threads, cgroup_threads.or_else(|| pid.and_then(threads_of)));
                 max(&mut seen.memory, cgroup.as_deref().and_then(crate::harness::cgroup::usage_less_cache));
                 max(&mut seen.heap, jvm.and_then(crate::harness::jvm::heap_used));
                 if stopped.load(Relaxed) {
