@@ -133,7 +133,9 @@ impl Target {
             (Target::Blocklab(_), _) => Family::Blocklab,
             (_, Runtime::Jvm) => Family::Jvm,
             (_, Runtime::Go) => Family::Go,
-            _ => Family::Other,
+            (_, Runtime::Python) => Family::Python,
+            (_, Runtime::Node) => Family::Node,
+            (_, Runtime::Native) => Family::Other,
         }
     }
 }
