@@ -1,7 +1,7 @@
 //! A target: what a study measures, one kind of thing whatever runs it —
 //! blocklab's own server (one model, or each endpoint's own), a server peer
-//! of any language (the JVM and Go ones, found by their `peer.toml`, never
-//! by a name written here), or a service the user runs at a URL. Databases
+//! of any language (JVM, Go, Python, Node.js: found by their `peer.toml`,
+//! never by a name written here), or a service the user runs at a URL. Databases
 //! the harness starts are peers too ([`Targets::database`], started by
 //! [`super::database`]).
 //!
@@ -10,7 +10,8 @@
 //! from, the command that starts it (which prints the `listening on` line
 //! [`super::process::ServerProcess`] waits for), and what it runs on, which
 //! decides how its memory is capped and its runtime figures read (a JVM's
-//! heap from hsperfdata, [`super::jvm`]; a Go binary's soft memory limit).
+//! heap from hsperfdata, [`super::jvm`]; a Go binary's soft memory limit; a
+//! Node.js heap limit: [`super::peers::Runtime`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

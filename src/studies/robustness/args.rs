@@ -67,7 +67,8 @@ pub struct SweepArgs {
     pub timeout: Duration,
 
     /// A first look: three levels (100, 400, 800), a 1 s delay, --recheck 5s, and of the peers only
-    /// go-nethttp, spring-web and spring-webflux unless --targets: ~5 s a native target, ~15 s a JVM.
+    /// go-nethttp, node, python-asyncio, python-threads, spring-web and spring-webflux unless --targets: ~5 s a
+    /// native target, ~7 s a Python or Node.js one, ~15 s a JVM.
     #[arg(long)]
     pub quick: bool,
 

@@ -95,6 +95,8 @@ pub fn default_targets(available: &Targets, quick: bool) -> Vec<Target> {
 }
 
 /// The peers `--quick` sweeps beside the four models: the seed's two
-/// applications and Go (a JVM costs ~15 s a target to start and step, so the
-/// engines and virtual threads wait for the full run).
-pub const QUICK_PEERS: [&str; 3] = ["go-nethttp", "spring-web", "spring-webflux"];
+/// applications, Go, Python's two models and Node.js (a JVM costs ~15 s a
+/// target to start and step, so the engines and virtual threads wait for the
+/// full run; the Python and Node.js peers ~7 s each).
+pub const QUICK_PEERS: [&str; 6] =
+    ["go-nethttp", "node", "python-asyncio", "python-threads", "spring-web", "spring-webflux"];
