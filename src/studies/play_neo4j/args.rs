@@ -23,7 +23,7 @@ Examples:
   blocklab bench --apis 2,3,9 --db-latency 5ms --out results/latency-5ms
   blocklab bench --workers 4 --runs 3
   blocklab bench --model lean --db-latency 0ms     (study 1 under the lean server, the embedded read at full speed)
-  blocklab bench --embedded-read cypher --apis 1,3 (the embedded database read through Cypher, as before)
+  blocklab bench --embedded-read cypher --apis 1,3  (the embedded database read through Cypher, as before)
   blocklab bench --db neo4j --target blocklab,play
                                                   (the seed's stack: a Neo4j 5.26 started, seeded, warmed
                                                    and wiped by the bench; blocklab and the Play peer on it)
