@@ -264,3 +264,106 @@ fn sigterm_closes_idle_connections_and_answers_waiting_delays() {
     }
     assert_eq!(server.exit_within(Duration::from_secs(10)), Some(0));
 }
+
+/// The pids whose parent is `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // pid (comm) state ppid …: the command may hold spaces, so after its ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether `pid` is running (not gone, not a zombie).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+/// `/metrics` on a new connection (the kernel picks the worker).
+fn metrics_once(addr: SocketAddr) -> String {
+    raw_exchange(addr, b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", Duration::from_secs(10))
+}
+
+#[test]
+fn two_worker_processes_share_one_port_and_stop_together() {
+    let mut server = Listening::serve(&["--model", "lean", "--workers", "1", "--processes", "2"]);
+    let workers = children_of(server.child.id());
+    assert_eq!(workers.len(), 2, "the supervisor should have two workers: {workers:?}");
+    // The kernel hashes each new connection to one worker: within 200
+    // connections both answer (the odds that one never does: 2^-199).
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        let text = metrics_once(server.addr);
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(text.contains("processes=\"2\"") && text.contains("blocklab_worker_processes 2"), "{text}");
+        if let Some(at) = text.find("worker_process=\"") {
+            seen.insert(text[at + 16..at + 19].to_string());
+        }
+        if seen.len() == 2 {
+            break;
+        }
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["1/2", "2/2"]);
+    still_serves(server.addr);
+    // SIGTERM to the supervisor stops every worker, and it exits cleanly.
+    server.sigterm();
+    assert_eq!(server.exit_within(Duration::from_secs(30)), Some(0));
+    for pid in workers {
+        assert!(!running(pid), "worker {pid} outlived its supervisor");
+    }
+}
+
+#[test]
+fn a_worker_that_dies_is_reported_and_not_restarted() {
+    use std::io::BufRead;
+    let mut command = common::blocklab();
+    command.args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model", "lean", "--workers", "1"]);
+    command.args(["--processes", "2"]).stderr(std::process::Stdio::piped());
+    let mut child = command.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (line_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
+    let mut server = Listening::start_child(child);
+    let workers = children_of(server.child.id());
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let status =
+        std::process::Command::new("kill").args(["-KILL", &workers[0].to_string()]).status().unwrap();
+    assert!(status.success());
+    // The supervisor says so on stderr, and tells the survivor.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let said = std::iter::from_fn(|| {
+        lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())).ok()
+    })
+    .find(|line| line.contains("died"))
+    .expect("the supervisor did not report the dead worker within 10 s");
+    assert!(said.contains(&format!("pid {}", workers[0])) && said.contains("1 of 2 workers left"), "{said}");
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = metrics_once(server.addr);
+        if text.contains("blocklab_worker_processes_lost_total 1") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(text.contains("blocklab_worker_processes_lost_total 1"), "{text}");
+    assert!(text.contains("blocklab_worker_processes 1\n"), "{text}");
+    // Every new connection goes to the survivor; nothing was restarted.
+    for _ in 0..20 {
+        still_serves(server.addr);
+    }
+    assert_eq!(children_of(server.child.id()), [workers[1]]);
+    server.sigterm();
+    assert_eq!(server.exit_within(Duration::from_secs(30)), Some(0));
+    assert!(!running(workers[1]));
+}

@@ -46,6 +46,9 @@ Examples:
   blocklab serve --listen 127.0.0.1:0 --db-latency 1ms --workers 1
   blocklab serve --model pool --threads 200 --max-connections 8192
   blocklab serve --model lean --max-connections 20000
+  blocklab serve --model lean --processes 2      two workers on one port (SO_REUSEPORT)
+  blocklab serve --model reactive --admission off   accept everything, as before
+  blocklab serve --model pool --admission auto   a 503 past the cgroup's memory budget
   RUST_LOG=debug blocklab serve --nodes 100000";
 
 /// Flags of `blocklab serve`.
@@ -274,6 +277,27 @@ mod tests {
     }
 
     #[test]
+    fn admission_is_on_for_the_non_blocking_models_and_processes_is_lean_only() {
+        for (model, admission) in
+            [("reactive", AdmissionMode::Auto), ("lean", AdmissionMode::Auto), ("pool", AdmissionMode::Off)]
+        {
+            let c = serve(&["--model", model]).unwrap().config().unwrap();
+            assert_eq!((c.admission, c.processes, c.worker), (admission, 1, None), "{model}");
+        }
+        let c = serve(&["--model", "thread", "--admission", "auto"]).unwrap().config().unwrap();
+        assert_eq!(c.admission, AdmissionMode::Auto);
+        let c = serve(&["--model", "lean", "--processes", "4"]).unwrap().config().unwrap();
+        assert_eq!((c.processes, c.admission_reserve_percent), (4, 10));
+        let e = serve(&["--model", "reactive", "--processes", "2"]).unwrap().config().unwrap_err();
+        assert!(e.contains("--processes applies to --model lean only"), "{e}");
+        let c = serve(&["--model", "lean", "--worker", "2/3"]).unwrap().config().unwrap();
+        assert_eq!((c.processes, c.worker), (3, Some(WorkerSlot { index: 2, of: 3 })));
+        for bad in ["0/2", "3/2", "x", "1/"] {
+            assert!(serve(&["--worker", bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn bad_flags_are_usage_errors() {
         for bad in [
             &["--nodes", "0"][..],
@@ -285,6 +309,9 @@ mod tests {
             &["--model", "actors"],
             &["--threads", "0"],
             &["--max-connections", "0"],
+            &["--processes", "0"],
+            &["--admission", "maybe"],
+            &["--admission-reserve", "95"],
         ] {
             let err = serve(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");

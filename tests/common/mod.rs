@@ -236,9 +236,14 @@ pub struct Listening {
 impl Listening {
     /// Starts `command` and waits (at most 60 s) for its `listening on` line.
     pub fn start(mut command: std::process::Command) -> Listening {
-        use std::io::BufRead;
         use std::process::Stdio;
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        Listening::start_child(child)
+    }
+
+    /// As [`Listening::start`], for a child already started with its stdout piped.
+    pub fn start_child(mut child: std::process::Child) -> Listening {
+        use std::io::BufRead;
         let stdout = child.stdout.take().unwrap();
         let (line_tx, line_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -253,12 +258,12 @@ impl Listening {
             Ok(line) => line,
             Err(_) => {
                 let _ = child.kill();
-                panic!("no 'listening on' line within 60 s from {command:?}");
+                panic!("no 'listening on' line within 60 s from pid {}", child.id());
             }
         };
         let Some(addr) = line.trim().strip_prefix("listening on http://") else {
             let _ = child.kill();
-            panic!("{command:?} printed {line:?}");
+            panic!("pid {} printed {line:?}", child.id());
         };
         let addr: SocketAddr = addr.parse().unwrap();
         assert_ne!(addr.port(), 0);

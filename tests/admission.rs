@@ -1,0 +1,159 @@
+//! Admission control (`serve --admission auto`) over real sockets: a server
+//! in a small memory cgroup refuses connections past its budget at once
+//! (503 with Retry-After), is never killed, and answers `/test` once the
+//! crowd is gone; past its descriptor limit it refuses at once instead of
+//! leaving clients in the accept queue. The memory test needs root and the
+//! cgroup v1 memory controller (as the sweep does); loopback only.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use blocklab::harness::cgroup::{self, MemoryCgroup};
+use common::{Listening, metric, raw_exchange};
+
+/// A request that waits 15 s: an admitted connection holds it open (and
+/// lean holds its memory until then, even after the client has gone).
+const WAIT: &[u8] = b"GET /delay?ms=15000 HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// Connections opened against a server: those still waiting (admitted) and
+/// how many were answered 503 or closed unanswered.
+#[derive(Default)]
+struct Crowd {
+    waiting: Vec<TcpStream>,
+    refused: usize,
+    closed: usize,
+}
+
+impl Crowd {
+    /// Opens up to `most` connections, each sending [`WAIT`], in batches,
+    /// until `enough` have been refused.
+    fn gather(addr: SocketAddr, most: usize, enough: usize) -> Crowd {
+        let mut crowd = Crowd::default();
+        let mut opened = 0;
+        while opened < most && crowd.refused < enough {
+            for _ in 0..500.min(most - opened) {
+                let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+                stream.write_all(WAIT).unwrap();
+                stream.set_nonblocking(true).unwrap();
+                crowd.waiting.push(stream);
+                opened += 1;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            crowd.sort();
+        }
+        // A refusal arrives at once; give a loaded machine a second anyway.
+        std::thread::sleep(Duration::from_secs(1));
+        crowd.sort();
+        crowd
+    }
+
+    /// Takes the connections that were answered or closed out of `waiting`.
+    fn sort(&mut self) {
+        let mut buf = [0u8; 512];
+        let mut waiting = Vec::with_capacity(self.waiting.len());
+        for mut stream in self.waiting.drain(..) {
+            match stream.read(&mut buf) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => waiting.push(stream),
+                Ok(n) if n > 0 => {
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    assert!(
+                        text.starts_with("HTTP/1.1 503 ") && text.contains("retry-after: 1\r\n"),
+                        "a waiting request got {text:?}"
+                    );
+                    self.refused += 1;
+                }
+                _ => self.closed += 1,
+            }
+        }
+        self.waiting = waiting;
+    }
+}
+
+/// `/metrics` once the server admits again, and how many 503s asking for it took.
+fn metrics_when_admitted(addr: SocketAddr) -> (String, usize) {
+    let started = Instant::now();
+    let mut refused = 0;
+    loop {
+        let got = raw_exchange(
+            addr,
+            b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(10),
+        );
+        if got.starts_with("HTTP/1.1 200") {
+            return (got, refused);
+        }
+        assert!(got.starts_with("HTTP/1.1 503"), "/metrics got {got:?}");
+        refused += 1;
+        // Lean notices a parked client gone only when its wait is over.
+        assert!(started.elapsed() < Duration::from_secs(40), "still refusing 40 s after the crowd left");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn lean_in_a_small_cgroup_refuses_past_its_budget_and_lives() {
+    if let Err(why) = cgroup::available() {
+        panic!("this test needs a memory cgroup of its own (run as root): {why}");
+    }
+    const CAP: u64 = 12 << 20;
+    let cgroup = MemoryCgroup::create(&format!("blocklab-test-admission-{}", std::process::id()), Some(CAP))
+        .expect("a memory cgroup");
+    let mut command = common::blocklab();
+    command.args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model", "lean", "--workers", "1"]);
+    let server = Listening::start(cgroup.wrap(&command));
+    let crowd = Crowd::gather(server.addr, 15_000, 200);
+    assert!(
+        crowd.refused >= 200,
+        "{} refused of {} opened",
+        crowd.refused,
+        crowd.waiting.len() + crowd.refused
+    );
+    assert!(crowd.waiting.len() >= 500, "only {} admitted before refusing", crowd.waiting.len());
+    assert_eq!(crowd.closed, 0, "connections closed without an answer");
+    assert_eq!(cgroup.oom_kills(), 0, "the server was OOM-killed");
+    let admitted = crowd.waiting.len();
+    drop(crowd.waiting);
+    let (text, more) = metrics_when_admitted(server.addr);
+    assert_eq!(metric(&text, "blocklab_admission_memory_limit_bytes"), CAP as f64);
+    let refused = metric(&text, "blocklab_connections_refused_total{reason=\"memory\"}") as usize;
+    assert_eq!(refused, crowd.refused + more, "refusals counted by the server and seen by the client");
+    assert!(metric(&text, "blocklab_connections_accepted_total") as usize >= admitted);
+    let got = raw_exchange(
+        server.addr,
+        b"GET /test HTTP/1.1\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    );
+    assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("works"), "/test after the crowd: {got:?}");
+    assert_eq!(cgroup.oom_kills(), 0);
+}
+
+#[test]
+fn past_the_descriptor_limit_connections_are_refused_at_once() {
+    // 64 descriptors: about 20 for the server itself, the rest for clients.
+    let mut command = std::process::Command::new("sh");
+    command.env("RUST_LOG", "warn").args([
+        "-c",
+        "ulimit -n 64 && exec \"$@\"",
+        "sh",
+        env!("CARGO_BIN_EXE_blocklab"),
+    ]);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model", "lean", "--workers", "1"]);
+    let server = Listening::start(command);
+    let crowd = Crowd::gather(server.addr, 120, 20);
+    assert!(crowd.refused >= 20, "{} refused", crowd.refused);
+    assert!(crowd.waiting.len() >= 20, "only {} admitted", crowd.waiting.len());
+    assert_eq!(crowd.closed, 0, "connections closed without an answer");
+    drop(crowd.waiting);
+    let (text, more) = metrics_when_admitted(server.addr);
+    let refused = metric(&text, "blocklab_connections_refused_total{reason=\"descriptors\"}") as usize;
+    assert_eq!(refused, crowd.refused + more);
+    let got = raw_exchange(
+        server.addr,
+        b"GET /test HTTP/1.1\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    );
+    assert!(got.ends_with("works"), "{got:?}");
+}
