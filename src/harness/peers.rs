@@ -19,6 +19,9 @@ pub enum PeerKind {
     Database,
     /// A load client.
     Client,
+    /// A network link the harness puts between a server and its database
+    /// (a TCP proxy that adds latency and faults).
+    Link,
 }
 
 /// The runtime a peer runs on: what decides how its memory is capped (a JVM
