@@ -9,8 +9,10 @@
 //! down (a connection attempt at most every [`RETRY_EVERY`], the others fail
 //! at once), and recovers by itself when it returns.
 
+use std::future::Future;
 use std::num::{NonZeroU8, NonZeroUsize};
-use std::sync::{Arc, Mutex};
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use falkordb::{
@@ -61,58 +63,93 @@ impl FalkorTarget {
 
 /// A client opened on first use and reopened after failures.
 ///
-/// Callers that find no client wait for the one opening it (bounded by the
-/// connect timeout) instead of failing; after a failed open, the next
-/// attempt is allowed only [`RETRY_EVERY`] later and callers in between fail
-/// at once — quick 503s while the database is down, one probe per interval.
+/// Opening a client is more than one round trip: the crate detects the
+/// server's topology and opens every connection of its pool, each bounded by
+/// the connect timeout, so on a link that accepts connections but does not
+/// answer an open takes several connect timeouts. A read must not wait for
+/// all of them (its bound is the database timeout), so an open runs apart
+/// from the reads that need it — on a thread of its own for the blocking
+/// client, in a task of its own for the async one — stores its client when
+/// it ends, and each read waits for it at most until its own deadline. One
+/// open at a time; after a failed one the next is allowed only
+/// [`RETRY_EVERY`] later and the reads in between fail at once — quick 503s
+/// while the database is down, one probe per interval.
 struct Lazy<C> {
     slot: Mutex<Slot<C>>,
+    /// Wakes the blocking reads waiting for an open to end.
+    opened: Condvar,
+    /// Wakes the async reads waiting for an open to end.
+    opened_async: tokio::sync::Notify,
 }
 
 struct Slot<C> {
     client: Option<Arc<C>>,
-    failed_at: Option<Instant>,
+    /// When the last open failed, and why.
+    failed: Option<(Instant, GraphError)>,
+    /// Whether an open is under way.
+    opening: bool,
 }
+
+/// What a read does next about its client.
+enum Next<C> {
+    /// Use this one.
+    Ready(Arc<C>),
+    /// Start an open: this read is the one that opens.
+    Open,
+    /// Wait for the open under way.
+    Wait,
+    /// Fail at once: the last open failed moments ago.
+    Fail(GraphError),
+}
+
+/// An open of the async client, run in a task of its own.
+type Opening<C> = Pin<Box<dyn Future<Output = Result<C, GraphError>> + Send>>;
 
 impl<C> Lazy<C> {
     fn new() -> Self {
-        Lazy { slot: Mutex::new(Slot { client: None, failed_at: None }) }
+        Lazy {
+            slot: Mutex::new(Slot { client: None, failed: None, opening: false }),
+            opened: Condvar::new(),
+            opened_async: tokio::sync::Notify::new(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Slot<C>> {
         self.slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The open client, if any.
-    fn current(&self) -> Option<Arc<C>> {
-        self.lock().client.clone()
-    }
-
-    /// Whether an open may be attempted now.
-    fn due(&self) -> Result<(), GraphError> {
-        match self.lock().failed_at {
-            Some(at) if at.elapsed() < RETRY_EVERY => Err(GraphError::Unavailable(
-                "not connected (the last attempt failed); retrying shortly".to_string(),
-            )),
-            _ => Ok(()),
+    /// Decides, under the lock, what a read does next.
+    fn next(&self) -> Next<C> {
+        let mut slot = self.lock();
+        if let Some(client) = &slot.client {
+            return Next::Ready(client.clone());
         }
+        if slot.opening {
+            return Next::Wait;
+        }
+        if let Some((at, e)) = &slot.failed
+            && at.elapsed() < RETRY_EVERY
+        {
+            return Next::Fail(e.clone());
+        }
+        slot.opening = true;
+        Next::Open
     }
 
-    /// Records the outcome of an open.
-    fn opened(&self, outcome: Result<C, GraphError>) -> Result<Arc<C>, GraphError> {
+    /// Records the outcome of an open and wakes every read waiting for it.
+    fn finish(&self, outcome: Result<C, GraphError>) {
         let mut slot = self.lock();
         match outcome {
             Ok(client) => {
-                let client = Arc::new(client);
-                slot.client = Some(client.clone());
-                slot.failed_at = None;
-                Ok(client)
+                slot.client = Some(Arc::new(client));
+                slot.failed = None;
             }
-            Err(e) => {
-                slot.failed_at = Some(Instant::now());
-                Err(e)
-            }
+            Err(e) => slot.failed = Some((Instant::now(), e)),
         }
+        slot.opening = false;
+        drop(slot);
+        self.opened.notify_all();
+        self.opened_async.notify_waiters();
     }
 
     /// Forgets the client after a connection failure, so the next use reopens it.
@@ -120,6 +157,65 @@ impl<C> Lazy<C> {
         let mut slot = self.lock();
         if slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed)) {
             slot.client = None;
+        }
+    }
+}
+
+impl<C: Send + Sync + 'static> Lazy<C> {
+    /// The client, opened by `open` on a thread of its own if there is none.
+    /// The calling thread waits for it, blocked (this is the blocking path),
+    /// until `deadline` at most; then `late()` is the error.
+    fn get_blocking(
+        self: &Arc<Self>,
+        deadline: Instant,
+        open: impl Fn() -> Result<C, GraphError> + Clone + Send + 'static,
+        late: impl Fn() -> GraphError,
+    ) -> Result<Arc<C>, GraphError> {
+        loop {
+            match self.next() {
+                Next::Ready(client) => return Ok(client),
+                Next::Fail(e) => return Err(e),
+                Next::Open => {
+                    let (lazy, open) = (self.clone(), open.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("falkor-connect".into())
+                        .spawn(move || lazy.finish(open()));
+                    if let Err(e) = spawned {
+                        self.finish(Err(GraphError::Unavailable(format!(
+                            "cannot start a thread to connect: {e}"
+                        ))));
+                    }
+                }
+                Next::Wait => {}
+            }
+            let slot = self.lock();
+            if slot.opening {
+                let left = deadline.checked_duration_since(Instant::now()).ok_or_else(&late)?;
+                drop(self.opened.wait_timeout(slot, left).unwrap_or_else(std::sync::PoisonError::into_inner));
+            }
+        }
+    }
+
+    /// The client, opened by `open()` in a task of its own if there is none:
+    /// the open goes on when this read is dropped (its timeout fired) and
+    /// stores the client for the reads after it. The caller bounds the wait.
+    async fn get(self: &Arc<Self>, open: impl Fn() -> Opening<C>) -> Result<Arc<C>, GraphError> {
+        loop {
+            // Registered before the state is read, so that an open ending
+            // in between still wakes this read.
+            let ended = self.opened_async.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            match self.next() {
+                Next::Ready(client) => return Ok(client),
+                Next::Fail(e) => return Err(e),
+                Next::Open => {
+                    let (lazy, opening) = (self.clone(), open());
+                    tokio::spawn(async move { lazy.finish(opening.await) });
+                }
+                Next::Wait => {}
+            }
+            ended.await;
         }
     }
 }
@@ -164,93 +260,86 @@ type AsyncOpen = Open<FalkorAsyncClient, falkordb::AsyncGraph>;
 pub struct FalkorGraph {
     target: FalkorTarget,
     settings: DbSettings,
-    sync: Lazy<SyncOpen>,
-    async_: Lazy<AsyncOpen>,
-    /// Held while the blocking client is being opened (blocking callers wait on it).
-    sync_opening: Mutex<()>,
-    /// Held while the async client is being opened (async callers await it).
-    async_opening: tokio::sync::Mutex<()>,
+    sync: Arc<Lazy<SyncOpen>>,
+    async_: Arc<Lazy<AsyncOpen>>,
 }
 
 impl FalkorGraph {
     /// A backend for `target`; nothing is connected until the first read.
     pub fn new(target: FalkorTarget, settings: DbSettings) -> FalkorGraph {
-        FalkorGraph {
-            target,
-            settings,
-            sync: Lazy::new(),
-            async_: Lazy::new(),
-            sync_opening: Mutex::new(()),
-            async_opening: tokio::sync::Mutex::new(()),
-        }
+        FalkorGraph { target, settings, sync: Arc::new(Lazy::new()), async_: Arc::new(Lazy::new()) }
     }
 
-    fn builder<const R: char>(
-        &self,
-        builder: FalkorClientBuilder<R>,
-        connections: usize,
-    ) -> Result<FalkorClientBuilder<R>, GraphError> {
-        let info = FalkorConnectionInfo::try_from(self.target.connection_url().as_str())
-            .map_err(|_| GraphError::Unavailable(format!("invalid address {}", self.target)))?;
-        let connections = NonZeroU8::new(connections.clamp(1, 255) as u8).expect("clamped to 1..=255");
-        Ok(builder
-            .with_connection_info(info)
-            .with_num_connections(connections)
-            .with_connect_timeout(Some(self.settings.connect_timeout))
-            .with_response_timeout(Some(self.settings.timeout)))
+    /// The error of a read whose time ran out before it had an answer.
+    fn no_answer(&self) -> GraphError {
+        GraphError::Unavailable(format!(
+            "{}: no answer within {}",
+            self.target,
+            humantime::format_duration(self.settings.timeout)
+        ))
     }
 
-    fn sync_client(&self) -> Result<Arc<SyncOpen>, GraphError> {
-        if let Some(client) = self.sync.current() {
-            return Ok(client);
-        }
-        // A std mutex: this is the blocking path, its callers may wait on a thread.
-        let _opening = self.sync_opening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(client) = self.sync.current() {
-            return Ok(client);
-        }
-        self.sync.due()?;
-        let opened = self
-            .builder(FalkorClientBuilder::new(), self.settings.pool)
-            .and_then(|b| b.build().map_err(|e| unavailable(&self.target, &e)))
-            .map(|client| Open::new(client, |c: &FalkorSyncClient| c.select_graph(&self.target.graph)));
-        match &opened {
-            Ok(_) => tracing::info!(db = %self.target, "connected (blocking client)"),
-            Err(e) => tracing::warn!(error = %e, "cannot connect (blocking client)"),
-        }
-        self.sync.opened(opened)
-    }
-
-    async fn async_client(&self) -> Result<Arc<AsyncOpen>, GraphError> {
-        if let Some(client) = self.async_.current() {
-            return Ok(client);
-        }
-        // A tokio mutex: waiting callers yield their thread while one opens the client.
-        let _opening = self.async_opening.lock().await;
-        if let Some(client) = self.async_.current() {
-            return Ok(client);
-        }
-        self.async_.due()?;
-        let builder = self.builder(FalkorClientBuilder::new_async(), self.settings.async_connections)?;
-        let builder = match NonZeroUsize::new(self.settings.async_connections * 64) {
-            Some(inflight) => builder.with_max_inflight(inflight),
-            None => builder,
+    /// The blocking client, waited for at most until `deadline`.
+    ///
+    /// On a link that stops answering, one call of the synchronous client
+    /// makes several waits in turn, each bounded on its own: it may open a
+    /// connection for an empty slot of its pool (a connect and a PING, each
+    /// within the connect timeout), wait for the answer (the response
+    /// timeout), then open the replacement of the connection that timed out
+    /// (two connect timeouts again), all inside the one call. So that the
+    /// whole read stays within about its timeout `T` (measured in
+    /// tests/toxiproxy.rs), the socket waits `T/4` for an answer, each step
+    /// of an open `T/8`, and a read waits `T/4` for a client being opened.
+    /// The async client needs no such split: one timer bounds its whole read.
+    fn sync_client(&self, deadline: Instant) -> Result<Arc<SyncOpen>, GraphError> {
+        let target = self.target.clone();
+        let settings = DbSettings {
+            timeout: self.settings.timeout / 4,
+            connect_timeout: self.settings.connect_timeout.min(self.settings.timeout / 8),
+            ..self.settings
         };
-        let opened = builder
-            .build()
-            .await
-            .map_err(|e| unavailable(&self.target, &e))
-            .map(|client| Open::new(client, |c: &FalkorAsyncClient| c.select_graph(&self.target.graph)));
-        match &opened {
-            Ok(_) => tracing::info!(db = %self.target, "connected (async client)"),
-            Err(e) => tracing::warn!(error = %e, "cannot connect (async client)"),
-        }
-        self.async_.opened(opened)
+        let open = move || {
+            let opened = builder(&target, &settings, FalkorClientBuilder::new(), settings.pool)
+                .and_then(|b| b.build().map_err(|e| unavailable(&target, &e)))
+                .map(|client| Open::new(client, |c: &FalkorSyncClient| c.select_graph(&target.graph)));
+            match &opened {
+                Ok(_) => tracing::info!(db = %target, "connected (blocking client)"),
+                Err(e) => tracing::warn!(error = %e, "cannot connect (blocking client)"),
+            }
+            opened
+        };
+        self.sync.get_blocking(deadline, open, || self.no_answer())
+    }
+
+    /// The async client (its caller bounds the wait).
+    async fn async_client(&self) -> Result<Arc<AsyncOpen>, GraphError> {
+        let (target, settings) = (self.target.clone(), self.settings);
+        let open = move || -> Opening<AsyncOpen> {
+            let (target, settings) = (target.clone(), settings);
+            Box::pin(async move {
+                let connections = settings.async_connections;
+                let builder = builder(&target, &settings, FalkorClientBuilder::new_async(), connections)?;
+                let builder = match NonZeroUsize::new(connections * 64) {
+                    Some(inflight) => builder.with_max_inflight(inflight),
+                    None => builder,
+                };
+                let opened =
+                    builder.build().await.map_err(|e| unavailable(&target, &e)).map(|client| {
+                        Open::new(client, |c: &FalkorAsyncClient| c.select_graph(&target.graph))
+                    });
+                match &opened {
+                    Ok(_) => tracing::info!(db = %target, "connected (async client)"),
+                    Err(e) => tracing::warn!(error = %e, "cannot connect (async client)"),
+                }
+                opened
+            })
+        };
+        self.async_.get(open).await
     }
 
     /// Runs a write query through the blocking client (seeding).
     fn write(&self, query: &str, params: &[(&str, i64)]) -> Result<(), GraphError> {
-        let client = self.sync_client()?;
+        let client = self.sync_client(Instant::now() + self.settings.timeout)?;
         let mut graph = client.graph();
         let mut builder = graph.query(query);
         for (k, v) in params {
@@ -282,7 +371,9 @@ impl GraphBackend for FalkorGraph {
     }
 
     fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
-        let client = self.sync_client()?;
+        // A quarter of the read's timeout for the client; the query after it
+        // is bounded by the socket's timeouts (see `sync_client`).
+        let client = self.sync_client(Instant::now() + self.settings.timeout / 4)?;
         let mut graph = client.graph();
         // The synchronous client: this thread waits on the socket for the reply.
         let result = graph.ro_query(CONTENT_QUERY).with_param("id", id).execute();
@@ -296,7 +387,10 @@ impl GraphBackend for FalkorGraph {
     }
 
     fn read(&self, id: i64) -> ReadFuture<'_> {
-        Box::pin(async move {
+        // The whole read within the timeout, the wait for a client
+        // included: on a link that stops answering, the crate's response
+        // timeout alone did not bound it (tests/toxiproxy.rs).
+        let read = async move {
             let client = self.async_client().await?;
             let mut graph = client.graph();
             // The async client: the task yields until the reply arrives.
@@ -305,11 +399,14 @@ impl GraphBackend for FalkorGraph {
             let row = result.data.into_values_lossy().next().ok_or(GraphError::NotFound(id))?;
             client.used(&graph);
             content_from_values(id, row)
+        };
+        Box::pin(async move {
+            tokio::time::timeout(self.settings.timeout, read).await.map_err(|_| self.no_answer())?
         })
     }
 
     fn count(&self) -> Result<u64, GraphError> {
-        let client = self.sync_client()?;
+        let client = self.sync_client(Instant::now() + self.settings.timeout)?;
         let mut graph = client.graph();
         let mut result = match graph.ro_query("MATCH (n:Content) RETURN count(n)").execute() {
             Ok(result) => result,
@@ -355,6 +452,25 @@ impl GraphBackend for FalkorGraph {
             ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
         ]
     }
+}
+
+/// The crate's builder for `target`: `connections` connections, each
+/// opened within the connect timeout, each answer awaited for the read
+/// timeout at most.
+fn builder<const R: char>(
+    target: &FalkorTarget,
+    settings: &DbSettings,
+    builder: FalkorClientBuilder<R>,
+    connections: usize,
+) -> Result<FalkorClientBuilder<R>, GraphError> {
+    let info = FalkorConnectionInfo::try_from(target.connection_url().as_str())
+        .map_err(|_| GraphError::Unavailable(format!("invalid address {target}")))?;
+    let connections = NonZeroU8::new(connections.clamp(1, 255) as u8).expect("clamped to 1..=255");
+    Ok(builder
+        .with_connection_info(info)
+        .with_num_connections(connections)
+        .with_connect_timeout(Some(settings.connect_timeout))
+        .with_response_timeout(Some(settings.timeout)))
 }
 
 /// A failure to reach the server, without the crate's long advice text.

@@ -4,7 +4,8 @@
 //! ([`process`]), the peers
 //! described by their `peer.toml` ([`peers`]), its CPUs ([`placement`]), a
 //! memory-capped cgroup for it ([`cgroup`]), a JVM's heap ([`jvm`]), a database it starts
-//! and always ends ([`database`]), its `/metrics` read
+//! and always ends ([`database`]), the link to it with its faults
+//! ([`toxiproxy`]), its `/metrics` read
 //! ([`scrape`]), the machine's conditions ([`conditions`]), the page and
 //! chart pieces every report shares and the index page ([`render`]), the
 //! descriptor limit raised and the runner pinned.
@@ -21,6 +22,7 @@ pub mod process;
 pub mod render;
 pub mod scrape;
 pub mod target;
+pub mod toxiproxy;
 
 use std::process::Command;
 

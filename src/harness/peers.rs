@@ -19,8 +19,8 @@ pub enum PeerKind {
     Database,
     /// A load client.
     Client,
-    /// A process between a server and its database (a proxy that adds
-    /// latency or stalls), started by the harness like a database.
+    /// A network link the harness puts between a server and its database
+    /// (a TCP proxy that adds latency and faults).
     Link,
 }
 

@@ -183,6 +183,11 @@ impl Targets {
         self.peers.get(name).filter(|p| p.kind == PeerKind::Database)
     }
 
+    /// The link peer called `name` (started by [`super::toxiproxy`]).
+    pub fn link(&self, name: &str) -> Option<&Peer> {
+        self.peers.get(name).filter(|p| p.kind == PeerKind::Link)
+    }
+
     /// Whether `target` is ready to run: blocklab always; a peer once built
     /// (`scripts/peers check`); a running service is not ours to check.
     pub fn is_built(&self, target: &Target) -> bool {
@@ -218,23 +223,33 @@ impl Targets {
                 }
                 (self.exe.clone(), own)
             }
-            Target::Peer(peer) => (
-                self.peers.script.clone(),
-                ["run", &peer.name, "--listen", "127.0.0.1:0"].map(String::from).to_vec(),
-            ),
+            Target::Peer(peer) => return Some(self.peer_command(peer, cpus, args)),
             Target::Url(_) => return None,
         };
-        let mut command = match cpus {
-            Some(cpus) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", cpus]).arg(program);
-                c
-            }
-            None => Command::new(program),
-        };
-        command.args(own).args(args);
-        Some(command)
+        Some(pinned(program, &own, cpus, args))
     }
+
+    /// The command that starts any peer (a server, a database, a link) on a
+    /// free loopback port: `scripts/peers run NAME --listen 127.0.0.1:0`,
+    /// pinned to `cpus` when given, `args` after its own.
+    pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
+        let own = ["run", &peer.name, "--listen", "127.0.0.1:0"].map(String::from);
+        pinned(self.peers.script.clone(), &own, cpus, args)
+    }
+}
+
+/// `program own args`, under `taskset -c cpus` when given.
+fn pinned(program: PathBuf, own: &[String], cpus: Option<&str>, args: &[String]) -> Command {
+    let mut command = match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    command.args(own).args(args);
+    command
 }
 
 #[cfg(test)]
@@ -259,6 +274,7 @@ mod tests {
         let play = targets.named("play", &[Target::Blocklab(None)], "/getDataAsync", "target").unwrap();
         assert!(play.serves("/getDataAkka") && !play.serves("/getDataSpawnBlocking"));
         assert!(targets.database("neo4j").is_some() && targets.database("play").is_none());
+        assert!(targets.link("toxiproxy").is_some() && targets.link("neo4j").is_none());
     }
 
     #[test]

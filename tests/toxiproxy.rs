@@ -1,0 +1,503 @@
+//! Faults on the link between blocklab's server and a real database, through
+//! a real Toxiproxy (the `toxiproxy` peer, started by the harness,
+//! `harness::toxiproxy`): a round trip put on the link, and, under a bounded
+//! load on every model at once, the connection reset in mid-query
+//! (`reset_peer`), a link that stops answering (`timeout`), answers cut
+//! short (`limit_data`) and a slow close (`slow_close`), one after the other
+//! on the same servers. For each request it checks that it was answered or
+//! failed within its bound, that no answer carries another node than the one
+//! asked for, and that once the toxic is removed every request is answered
+//! right again, without a restart. Neo4j and FalkorDB as `scripts/test`
+//! starts them (`NEO4J_URI`, `FALKOR_URL`); with `CI=true` a missing one is a
+//! failure, not a skip.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use blocklab::graph::{DbSettings, DbUrl, FalkorGraph, GraphBackend, Neo4jGraph, content_record};
+use blocklab::harness::target::Targets;
+use blocklab::harness::toxiproxy::{Fault, Proxy, Stream, Toxic, Toxiproxy};
+use blocklab::server::{ActorLimits, Model, RunningServer, ServeConfig};
+use common::{get, neo4j_uri, server_with, try_get};
+
+/// The dataset: the one tests/neo4j.rs seeds (Neo4j Community holds one
+/// database, and seeding to N deletes the nodes above N).
+const NODES: u64 = 1000;
+
+/// `--db-timeout`: small, so that a fault costs the test little time.
+const DB_TIMEOUT: Duration = Duration::from_millis(500);
+/// `--await-timeout`, the bound of `/getDataAkka` (the seed's `Await.result`).
+const AWAIT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// `--ask-timeout`: above the database's own bound, so that it is the
+/// database timeout that answers `/getDataAkkaAsync` when the link fails.
+const ASK_TIMEOUT: Duration = Duration::from_millis(2000);
+/// The margin every bound gets: scheduling on two shared cores.
+const MARGIN: Duration = Duration::from_secs(1);
+/// A request not finished by then has hung (every bound is far below).
+const HANG: Duration = Duration::from_secs(10);
+
+/// The non-blocking endpoints: bounded by `--db-timeout` + 1 s. The `2`s
+/// make two reads (two asks), each bounded by the database timeout, so they
+/// take up to twice it: still within the bound at these settings.
+const NON_BLOCKING: [&str; 5] =
+    ["/getDataAsync", "/getDataAsync2", "/getDataAkkaAsync", "/getDataAkkaAsync2", "/getDataSpawnBlocking"];
+
+/// Clients per endpoint and server, each sending one request at a time with
+/// a pause between: the load is bounded.
+const CLIENTS: usize = 2;
+const PAUSE: Duration = Duration::from_millis(25);
+
+/// Phases of each fault: healthy before it, the toxic on, then a grace for
+/// the clients to notice the link is back, then a window in which every
+/// request must be answered right.
+const BEFORE: Duration = Duration::from_millis(600);
+const HOLD: Duration = Duration::from_millis(1500);
+const GRACE: Duration = Duration::from_millis(2000);
+const CLEAN: Duration = Duration::from_millis(1000);
+
+fn targets() -> Targets {
+    Targets::of_this_checkout(PathBuf::from(env!("CARGO_BIN_EXE_blocklab"))).unwrap()
+}
+
+/// Toxiproxy as the harness starts it; the peer must be built (scripts/test
+/// builds it with scripts/peers build).
+fn toxiproxy() -> Toxiproxy {
+    Toxiproxy::start(&targets(), None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The FalkorDB server to use, or None (skip) outside CI.
+fn falkor_url() -> Option<String> {
+    match std::env::var("FALKOR_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "CI=true but FALKOR_URL is not set: the Toxiproxy tests must run in CI (scripts/test starts it)"
+            )
+        }
+        _ => {
+            eprintln!("skipped: FALKOR_URL is not set (scripts/test starts FalkorDB and sets it)");
+            None
+        }
+    }
+}
+
+/// Which database, by its URL.
+#[derive(Clone, Copy, Debug)]
+enum Db {
+    Neo4j,
+    Falkor,
+}
+
+fn backend(db: Db, url: &str, timeout: Duration) -> Arc<dyn GraphBackend> {
+    let settings = DbSettings {
+        timeout,
+        connect_timeout: timeout.min(Duration::from_millis(500)),
+        ..DbSettings::default()
+    };
+    match (db, url.parse::<DbUrl>().unwrap()) {
+        (Db::Neo4j, DbUrl::Neo4j(target)) => Arc::new(Neo4jGraph::new(target, settings).unwrap()),
+        (Db::Falkor, DbUrl::Falkor(target)) => Arc::new(FalkorGraph::new(target, settings)),
+        (db, other) => panic!("{url} is not a {db:?} URL ({other:?})"),
+    }
+}
+
+/// The database's URL, seeded to [`NODES`] once per test binary (the tests
+/// run at once, and concurrent MERGEs of the same ids could race): Neo4j's
+/// as given, FalkorDB's with a graph of this test binary's own.
+async fn seeded(db: Db, base: &str) -> String {
+    static NEO4J: OnceLock<String> = OnceLock::new();
+    static FALKOR: OnceLock<String> = OnceLock::new();
+    let base = base.to_string();
+    tokio::task::spawn_blocking(move || {
+        let (once, url) = match db {
+            Db::Neo4j => (&NEO4J, base),
+            Db::Falkor => {
+                (&FALKOR, format!("{}/toxiproxy_{}", base.trim_end_matches('/'), std::process::id()))
+            }
+        };
+        once.get_or_init(|| {
+            let report = backend(db, &url, Duration::from_secs(120)).seed(NODES, &|_| {}).unwrap();
+            assert_eq!(report.after, NODES, "{db:?} seeded to {NODES}");
+            url
+        })
+        .clone()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_harness_starts_toxiproxy_and_drives_its_api() {
+    // Needs no database: a proxy in front of a tiny HTTP server.
+    let mut toxiproxy = toxiproxy();
+    assert_eq!(toxiproxy.version(), "2.5.0", "the version go.mod pins, as GET /version gives it");
+    assert!(toxiproxy.describe().starts_with("Toxiproxy 2.5.0 (pid "), "{}", toxiproxy.describe());
+    let upstream = common::TestServer::start(common::behaviour(|_, _| (Duration::ZERO, Some(200))));
+    let proxy = toxiproxy.proxy("web", &upstream.addr.to_string()).unwrap();
+    assert_ne!(proxy.listen(), upstream.addr);
+    let direct = get(proxy.listen(), "/").await;
+    assert_eq!((direct.status, direct.body.as_str()), (200, "hello"));
+
+    proxy.set_rtt(Duration::from_millis(60)).unwrap();
+    let slowed = get(proxy.listen(), "/").await;
+    assert_eq!(slowed.status, 200);
+    assert!(slowed.elapsed >= Duration::from_millis(60), "a 60 ms RTT, answered in {:?}", slowed.elapsed);
+    proxy.set_rtt(Duration::from_millis(60)).unwrap(); // replaces, does not stack
+    proxy.set_rtt(Duration::ZERO).unwrap();
+
+    let stall = Toxic::new("stall", Stream::Downstream, Fault::Timeout { after: None });
+    proxy.add(&stall).unwrap();
+    assert!(proxy.add(&stall).unwrap_err().contains("409"), "a toxic of the same name is refused");
+    let stalled = tokio::time::timeout(Duration::from_millis(300), try_get(proxy.listen(), "/")).await;
+    assert!(stalled.is_err(), "the link answered through a timeout toxic: {stalled:?}");
+    proxy.remove("stall").unwrap();
+    assert!(proxy.remove("stall").unwrap_err().contains("404"));
+    assert_eq!(get(proxy.listen(), "/").await.status, 200, "answers again once the toxic is gone");
+
+    assert!(toxiproxy.proxy("web", "127.0.0.1:1").unwrap_err().contains("409"), "one proxy per name");
+    let pid = toxiproxy.pid();
+    assert!(toxiproxy.cpu_time().is_some());
+    let ended = toxiproxy.stop();
+    assert!(ended.contains("exit status: 0"), "Toxiproxy stops on SIGTERM with 0: {ended}");
+    assert!(blocklab::proc::cpu_time(blocklab::proc::Pid::Of(pid)).is_none(), "stopped by its pid");
+}
+
+/// The median of `n` reads of node 7 over `graph`, from a blocking thread.
+async fn median_read(graph: Arc<dyn GraphBackend>, n: usize) -> Duration {
+    tokio::task::spawn_blocking(move || {
+        let mut took: Vec<Duration> = (0..n)
+            .map(|_| {
+                let started = Instant::now();
+                assert_eq!(graph.read_blocking(7).unwrap(), content_record(7));
+                started.elapsed()
+            })
+            .collect();
+        took.sort();
+        took[n / 2]
+    })
+    .await
+    .unwrap()
+}
+
+/// One read's time straight to the database, through the proxy, and through
+/// it with a 20 ms RTT: the toxic adds at least the RTT to each read.
+async fn a_round_trip_on_the_link_lengthens_every_read(db: Db, base: &str) {
+    let url = seeded(db, base).await;
+    let toxiproxy = toxiproxy();
+    let upstream = blocklab::harness::toxiproxy::upstream_of(&url).unwrap();
+    let proxy = toxiproxy.proxy("db", &upstream).unwrap();
+    let proxied = proxy.url_for(&url).unwrap();
+    let timeout = Duration::from_secs(5);
+    let direct = median_read(backend(db, &url, timeout), 30).await;
+    let through = median_read(backend(db, &proxied, timeout), 30).await;
+    proxy.set_rtt(Duration::from_millis(20)).unwrap();
+    let with_rtt = median_read(backend(db, &proxied, timeout), 15).await;
+    eprintln!(
+        "{db:?}, median of one blocking read: direct {direct:?}, through Toxiproxy {} {through:?}, \
+         with a 20 ms RTT {with_rtt:?}",
+        toxiproxy.version()
+    );
+    assert!(with_rtt >= Duration::from_millis(20), "{db:?}: a 20 ms RTT, a read in {with_rtt:?}");
+    assert!(with_rtt < Duration::from_millis(20) * 3 + through, "{db:?}: more than one round trip per read");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_trip_on_the_link_lengthens_every_neo4j_read() {
+    let Some(uri) = neo4j_uri() else { return };
+    a_round_trip_on_the_link_lengthens_every_read(Db::Neo4j, &uri).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_trip_on_the_link_lengthens_every_falkordb_read() {
+    let Some(url) = falkor_url() else { return };
+    a_round_trip_on_the_link_lengthens_every_read(Db::Falkor, &url).await;
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    /// 200 with the node asked for.
+    Right,
+    /// 200 with another body, or 404 for a node that exists.
+    Wrong(String),
+    /// Any other status (503: the database failed or timed out).
+    Status(u16),
+    /// No HTTP answer: the connection failed.
+    Transport(String),
+    /// Nothing within [`HANG`].
+    Hung,
+}
+
+impl Outcome {
+    fn kind(&self) -> String {
+        match self {
+            Outcome::Right => "200".to_string(),
+            Outcome::Wrong(_) => "WRONG".to_string(),
+            Outcome::Status(status) => status.to_string(),
+            Outcome::Transport(_) => "transport".to_string(),
+            Outcome::Hung => "HUNG".to_string(),
+        }
+    }
+}
+
+/// One request a client sent.
+#[derive(Debug, Clone)]
+struct Sent {
+    model: Model,
+    path: &'static str,
+    at: Instant,
+    took: Duration,
+    outcome: Outcome,
+}
+
+/// The bound within which a request to `path` must be answered or failed,
+/// and the flag it comes from.
+fn bound(path: &str) -> (Duration, &'static str) {
+    match path {
+        // Its worker blocks for one read at most, and no request waits for a
+        // worker (see `servers`).
+        "/getData" => (DB_TIMEOUT + MARGIN, "--db-timeout"),
+        // The handler blocks for the reply at most --await-timeout.
+        "/getDataAkka" => (AWAIT_TIMEOUT + MARGIN, "--await-timeout"),
+        _ => (DB_TIMEOUT + MARGIN, "--db-timeout"),
+    }
+}
+
+/// The endpoints that block their HTTP worker for a whole read (or ask).
+const BLOCKING: [&str; 2] = ["/getData", "/getDataAkka"];
+
+/// blocklab's servers under each model, each reading through `url` (the
+/// proxy) with a backend of its own, as separate processes would. Pool and
+/// thread serve `/getData` on request threads. Under reactive and lean the
+/// blocking endpoints get a server of their own, with one HTTP worker more
+/// than the clients that block one: a blocked worker delays every request
+/// queued on it (measured here: a `/getDataAsync` behind three 500 ms reads
+/// of `/getData` took 1.49 s) — study 1's subject, not this test's.
+fn servers(db: Db, url: &str) -> Vec<(Model, RunningServer, Vec<&'static str>)> {
+    [
+        (Model::Reactive, NON_BLOCKING.to_vec()),
+        (Model::Reactive, BLOCKING.to_vec()),
+        (Model::Lean, NON_BLOCKING.to_vec()),
+        (Model::Lean, BLOCKING.to_vec()),
+        (Model::Pool, vec!["/getData"]),
+        (Model::Thread, vec!["/getData"]),
+    ]
+    .into_iter()
+    .map(|(model, paths)| {
+        let blocking = paths.iter().filter(|p| BLOCKING.contains(p)).count();
+        let config = ServeConfig {
+            nodes: NODES,
+            db: url.parse().unwrap(),
+            db_settings: DbSettings { timeout: DB_TIMEOUT, ..DbSettings::default() },
+            workers: (blocking * CLIENTS + 1).max(2),
+            limits: ActorLimits { await_timeout: AWAIT_TIMEOUT, ask_timeout: ASK_TIMEOUT },
+            shutdown_grace: Duration::from_secs(1),
+            model,
+            ..ServeConfig::default()
+        };
+        (model, server_with(config, backend(db, url, DB_TIMEOUT)), paths)
+    })
+    .collect()
+}
+
+/// A client: request after request to `path` on a new connection each, ids
+/// in turn, until `stop`; each request recorded in `log`.
+async fn client(
+    addr: SocketAddr,
+    model: Model,
+    path: &'static str,
+    first_id: u64,
+    stop: Arc<AtomicBool>,
+    log: Arc<Mutex<Vec<Sent>>>,
+) {
+    let mut n = first_id;
+    while !stop.load(Relaxed) {
+        n += 7;
+        let id = (n % NODES) as i64 + 1;
+        let at = Instant::now();
+        let reply = tokio::time::timeout(HANG, try_get(addr, &format!("{path}?id={id}"))).await;
+        let outcome = match reply {
+            Err(_) => Outcome::Hung,
+            Ok(Err(e)) => Outcome::Transport(e.to_string()),
+            Ok(Ok(r)) if r.status == 200 && r.body == serde_json::to_string(&content_record(id)).unwrap() => {
+                Outcome::Right
+            }
+            Ok(Ok(r)) if r.status == 200 || r.status == 404 => {
+                Outcome::Wrong(format!("{path}?id={id}: {} {}", r.status, r.body))
+            }
+            Ok(Ok(r)) => Outcome::Status(r.status),
+        };
+        log.lock().unwrap().push(Sent { model, path, at, took: at.elapsed(), outcome });
+        tokio::time::sleep(PAUSE).await;
+    }
+}
+
+/// A fault of the test: its toxic, and what it stands for.
+fn faults() -> Vec<(Toxic, &'static str)> {
+    vec![
+        (
+            Toxic::new("reset", Stream::Downstream, Fault::ResetPeer { after: Duration::ZERO }),
+            "the connection reset in mid-query (the answer on its way, then a TCP RST)",
+        ),
+        (
+            Toxic::new("stall", Stream::Downstream, Fault::Timeout { after: None }),
+            "a link that stops answering (no byte back, the connection kept open)",
+        ),
+        (
+            Toxic::new("cut", Stream::Downstream, Fault::LimitData { bytes: 64 }),
+            "answers cut short (64 bytes per connection, then closed)",
+        ),
+        (
+            Toxic::new(
+                "slow-close",
+                Stream::Downstream,
+                Fault::SlowClose { delay: Duration::from_millis(1500) },
+            ),
+            "a slow close (each close held 1.5 s)",
+        ),
+    ]
+}
+
+/// What the requests sent between `from` and `to` did, per model and path:
+/// counts by outcome kind and the longest took against its bound.
+fn table(log: &[Sent], from: Instant, to: Instant) -> String {
+    /// Per model and path: requests by outcome kind, and the longest.
+    type Rows<'a> = BTreeMap<(String, &'a str), (BTreeMap<String, u64>, Duration)>;
+    let mut rows = Rows::new();
+    for s in log.iter().filter(|s| s.at >= from && s.at < to) {
+        let row = rows.entry((s.model.to_string(), s.path)).or_default();
+        *row.0.entry(s.outcome.kind()).or_default() += 1;
+        row.1 = row.1.max(s.took);
+    }
+    rows.iter()
+        .map(|((model, path), (kinds, longest))| {
+            let (limit, flag) = bound(path);
+            let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+            format!(
+                "  {model:<8} {path:<22} {:<32} longest {:>5} ms of {} ms ({flag} + 1 s)",
+                kinds.join(", "),
+                longest.as_millis(),
+                limit.as_millis()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn faults_under_load(db: Db, base: &str) {
+    let url = seeded(db, base).await;
+    let toxiproxy = toxiproxy();
+    let proxy: Proxy =
+        toxiproxy.proxy("db", &blocklab::harness::toxiproxy::upstream_of(&url).unwrap()).unwrap();
+    let proxied = proxy.url_for(&url).unwrap();
+    let servers = servers(db, &proxied);
+    let stop = Arc::new(AtomicBool::new(false));
+    let log = Arc::new(Mutex::new(Vec::<Sent>::new()));
+    let mut clients = Vec::new();
+    for (model, server, paths) in &servers {
+        for (p, path) in paths.iter().enumerate() {
+            for c in 0..CLIENTS {
+                let first = (p * CLIENTS + c) as u64 * 131;
+                let (stop, log) = (stop.clone(), log.clone());
+                clients.push(tokio::spawn(client(server.addr(), *model, path, first, stop, log)));
+            }
+        }
+    }
+    let every: Vec<(Model, &'static str)> =
+        servers.iter().flat_map(|(m, _, paths)| paths.iter().map(move |p| (*m, *p))).collect();
+    let answered_right_since = |since: Instant| {
+        let log = log.lock().unwrap();
+        every.iter().all(|(m, p)| {
+            log.iter().any(|s| s.model == *m && s.path == *p && s.at >= since && s.outcome == Outcome::Right)
+        })
+    };
+
+    let started = Instant::now();
+    let mut report = Vec::new();
+    let mut windows = Vec::new();
+    for (toxic, what) in faults() {
+        // Healthy first: every model and endpoint answers right through the proxy.
+        let healthy = Instant::now();
+        tokio::time::sleep(BEFORE).await;
+        while !answered_right_since(healthy) {
+            assert!(
+                healthy.elapsed() < Duration::from_secs(20),
+                "{db:?}: not every endpoint answered 200 before {}",
+                toxic.name
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let added = Instant::now();
+        proxy.add(&toxic).unwrap();
+        tokio::time::sleep(HOLD).await;
+        proxy.remove(&toxic.name).unwrap();
+        let removed = Instant::now();
+        tokio::time::sleep(GRACE + CLEAN).await;
+        let clean_from = removed + GRACE;
+        let end = Instant::now();
+        let seen = log.lock().unwrap().clone();
+        report.push(format!(
+            "{} ({what}), {} ms on:\n{}\n  after its removal (from {} ms on, without a restart):\n{}",
+            toxic.fault.kind(),
+            (removed - added).as_millis(),
+            table(&seen, added, removed),
+            GRACE.as_millis(),
+            table(&seen, clean_from, end)
+        ));
+        windows.push((toxic.name.clone(), added, clean_from, end));
+    }
+    stop.store(true, Relaxed);
+    for c in clients {
+        c.await.unwrap();
+    }
+    let log = log.lock().unwrap().clone();
+    eprintln!(
+        "{db:?} through Toxiproxy {} ({} requests in {:.1} s; bounds: non-blocking and /getData --db-timeout {} ms + 1 s, \
+         /getDataAkka --await-timeout {} ms + 1 s):\n{}",
+        toxiproxy.version(),
+        log.len(),
+        started.elapsed().as_secs_f64(),
+        DB_TIMEOUT.as_millis(),
+        AWAIT_TIMEOUT.as_millis(),
+        report.join("\n")
+    );
+
+    let hung: Vec<&Sent> = log.iter().filter(|s| s.outcome == Outcome::Hung).collect();
+    assert!(hung.is_empty(), "{db:?}: requests hung: {hung:#?}");
+    let wrong: Vec<&Sent> = log.iter().filter(|s| matches!(s.outcome, Outcome::Wrong(_))).collect();
+    assert!(wrong.is_empty(), "{db:?}: answers with another node than asked for: {wrong:#?}");
+    let late: Vec<&Sent> = log.iter().filter(|s| s.took > bound(s.path).0).collect();
+    assert!(late.is_empty(), "{db:?}: requests past their bound: {late:#?}");
+    for (name, added, clean_from, end) in windows {
+        let after: Vec<&Sent> = log
+            .iter()
+            .filter(|s| s.at >= clean_from && s.at + s.took <= end && s.outcome != Outcome::Right)
+            .collect();
+        assert!(
+            after.is_empty(),
+            "{db:?}: not recovered {} ms after {name} was removed: {after:#?}",
+            GRACE.as_millis()
+        );
+        let during = log.iter().filter(|s| s.at >= added && s.at < clean_from).count();
+        assert!(during > 0, "{db:?}: no request during {name}");
+    }
+    drop(servers);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn neo4j_faults_on_the_link_are_bounded_and_recovered_from() {
+    let Some(uri) = neo4j_uri() else { return };
+    faults_under_load(Db::Neo4j, &uri).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn falkordb_faults_on_the_link_are_bounded_and_recovered_from() {
+    let Some(url) = falkor_url() else { return };
+    faults_under_load(Db::Falkor, &url).await;
+}
