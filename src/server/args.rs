@@ -46,9 +46,9 @@ Examples:
   blocklab serve --listen 127.0.0.1:0 --db-latency 1ms --workers 1
   blocklab serve --model pool --threads 200 --max-connections 8192
   blocklab serve --model lean --max-connections 20000
-  blocklab serve --model lean --processes 2      two workers on one port (SO_REUSEPORT)
-  blocklab serve --model reactive --admission off   accept everything, as before
-  blocklab serve --model pool --admission auto   a 503 past the cgroup's memory budget
+  blocklab serve --model lean --processes 2          # two workers on one port (SO_REUSEPORT)
+  blocklab serve --model reactive --admission off    # accept everything, as before
+  blocklab serve --model pool --admission auto       # a 503 past the cgroup's memory budget
   RUST_LOG=debug blocklab serve --nodes 100000";
 
 /// Flags of `blocklab serve`.
