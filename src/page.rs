@@ -115,22 +115,6 @@ pub enum Family {
 }
 
 impl Family {
-    /// Every family, in legend order.
-    pub const ALL: [Family; 6] =
-        [Family::Blocklab, Family::Jvm, Family::Go, Family::Python, Family::Node, Family::Other];
-
-    /// Its marker, in words (for the legend's note).
-    pub fn marker(self) -> &'static str {
-        match self {
-            Family::Blocklab => "circle, solid line",
-            Family::Jvm => "square, dashed line",
-            Family::Go => "triangle, dotted line",
-            Family::Python => "diamond, long dashes",
-            Family::Node => "hexagon, short dashes",
-            Family::Other => "pentagon, spaced dashes",
-        }
-    }
-
     /// Its line's dash and gap in pixels (`None`: solid).
     fn dash(self) -> Option<(u32, u32)> {
         match self {

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use blocklab::harness::peers::{Peer, PeerKind, read_manifests};
-use common::{Frozen, Listening, get, get_concurrently, managed_neo4j_pid, neo4j_uri, seed_neo4j};
+use common::{
+    Listening, get, get_concurrently, managed_neo4j_pid, neo4j_uri, seed_neo4j, test_behind_frozen_reads,
+};
 
 fn peer(name: &str) -> Listening {
     peer_with(name, &[])
@@ -210,47 +212,6 @@ async fn pythons_thread_pool_waits_in_waves_and_the_event_loops_do_not() {
 
 /// The ids the Python study-1 peer reads: those the other Neo4j tests seed.
 const NODES: u64 = 1000;
-
-/// Reads of `path` sent while Neo4j is frozen (SIGSTOP), and how long `/test`
-/// took to answer meanwhile (None: not within 2 s); then Neo4j is thawed and
-/// every read must answer its node.
-async fn test_behind_frozen_reads(
-    addr: std::net::SocketAddr,
-    neo4j: u32,
-    path: &str,
-    reads: usize,
-) -> Option<Duration> {
-    let frozen = Frozen::new(neo4j);
-    let reads: Vec<_> = (1..=reads)
-        .map(|id| {
-            let url = format!("{path}?id={id}");
-            tokio::spawn(async move { (id, get(addr, &url).await) })
-        })
-        .collect();
-    // Let every read reach the server and wait on Neo4j.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let test = tokio::spawn(async move { get(addr, "/test").await });
-    let test_elapsed = match tokio::time::timeout(Duration::from_secs(2), async {
-        while !test.is_finished() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    {
-        Ok(()) => Some(test.await.unwrap().elapsed),
-        Err(_) => None,
-    };
-    drop(frozen);
-    for read in reads {
-        let (id, reply) = tokio::time::timeout(Duration::from_secs(30), read)
-            .await
-            .unwrap_or_else(|_| panic!("{path}: no answer 30 s after Neo4j was thawed"))
-            .unwrap();
-        assert_eq!(reply.status, 200, "{path}?id={id}: {}", reply.body);
-        assert_eq!(reply.json()["id"], id as u64, "{path}?id={id}: {}", reply.body);
-    }
-    test_elapsed
-}
 
 /// Study 1 in Python (peers/python-neo4j) on the real Neo4j: every endpoint
 /// answers blocklab's node, bad ids are 400, and the models hold: with Neo4j

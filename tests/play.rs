@@ -8,11 +8,10 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Frozen, Listening, get, managed_neo4j_pid, neo4j_uri, seed_neo4j};
+use common::{Listening, get, managed_neo4j_pid, neo4j_uri, seed_neo4j, test_behind_frozen_reads};
 
 const NODES: u64 = 1000;
 
@@ -31,42 +30,6 @@ fn play(uri: &str) -> Listening {
     let mut command = std::process::Command::new(script);
     command.args(["run", "play", "--listen", "127.0.0.1:0", "--db", uri, "--nodes", &NODES.to_string()]);
     Listening::start(command)
-}
-
-/// Sends [`IN_FLIGHT`] reads of `path` while Neo4j is frozen and returns how
-/// long `/test` took to answer meanwhile (None: not within 2 s), then thaws
-/// Neo4j and checks that every read is answered with its node.
-async fn test_behind_frozen_reads(addr: SocketAddr, neo4j: u32, path: &str) -> Option<Duration> {
-    let frozen = Frozen::new(neo4j);
-    let reads: Vec<_> = (1..=IN_FLIGHT)
-        .map(|id| {
-            let url = format!("{path}?id={id}");
-            tokio::spawn(async move { (id, get(addr, &url).await) })
-        })
-        .collect();
-    // Let every read reach the dispatcher and wait on Neo4j.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let test = tokio::spawn(async move { get(addr, "/test").await });
-    let waited = tokio::time::timeout(Duration::from_secs(2), async {
-        while !test.is_finished() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    let test_elapsed = match waited {
-        Ok(()) => Some(test.await.unwrap().elapsed),
-        Err(_) => None,
-    };
-    drop(frozen);
-    for read in reads {
-        let (id, reply) = tokio::time::timeout(Duration::from_secs(30), read)
-            .await
-            .unwrap_or_else(|_| panic!("{path}: no answer 30 s after Neo4j was thawed"))
-            .unwrap();
-        assert_eq!(reply.status, 200, "{path}?id={id}: {}", reply.body);
-        assert_eq!(reply.json()["id"], id as u64, "{path}?id={id}: {}", reply.body);
-    }
-    test_elapsed
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -109,14 +72,14 @@ async fn plays_endpoints_answer_blocklabs_node_and_its_models_hold() {
         Some(neo4j) => {
             // The seed's /getData blocks a dispatcher thread per read: with more
             // reads waiting than threads, /test queues behind them.
-            let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData").await;
+            let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData", IN_FLIGHT).await;
             assert!(
                 behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
                 "/test answered in {behind_blocking:?} behind {IN_FLIGHT} blocking reads: they did not hold the dispatcher"
             );
             // The async reads hold no thread while they wait.
             for path in ["/getDataAsync", "/getDataAkkaAsync"] {
-                let behind_async = test_behind_frozen_reads(addr, neo4j, path).await;
+                let behind_async = test_behind_frozen_reads(addr, neo4j, path, IN_FLIGHT).await;
                 assert!(
                     behind_async.is_some_and(|t| t < Duration::from_secs(1)),
                     "/test took {behind_async:?} behind {IN_FLIGHT} reads of {path}: they held the dispatcher"

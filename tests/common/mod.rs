@@ -493,3 +493,44 @@ pub fn assert_follows_the_four_connection_ramp(r: &blocklab::load::RunResult) {
 pub fn load_errors(result: &blocklab::load::RunResult, kind: blocklab::load::ErrorKind) -> u64 {
     result.stats.errors[kind.index()]
 }
+
+/// Reads of `path` sent while Neo4j is frozen (SIGSTOP), and how long `/test`
+/// took to answer meanwhile (None: not within 2 s); then Neo4j is thawed and
+/// every read must answer its node.
+pub async fn test_behind_frozen_reads(
+    addr: SocketAddr,
+    neo4j: u32,
+    path: &str,
+    reads: usize,
+) -> Option<Duration> {
+    let frozen = Frozen::new(neo4j);
+    let reads: Vec<_> = (1..=reads)
+        .map(|id| {
+            let url = format!("{path}?id={id}");
+            tokio::spawn(async move { (id, get(addr, &url).await) })
+        })
+        .collect();
+    // Let every read reach the server and wait on Neo4j.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let test = tokio::spawn(async move { get(addr, "/test").await });
+    let test_elapsed = match tokio::time::timeout(Duration::from_secs(2), async {
+        while !test.is_finished() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    {
+        Ok(()) => Some(test.await.unwrap().elapsed),
+        Err(_) => None,
+    };
+    drop(frozen);
+    for read in reads {
+        let (id, reply) = tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: no answer 30 s after Neo4j was thawed"))
+            .unwrap();
+        assert_eq!(reply.status, 200, "{path}?id={id}: {}", reply.body);
+        assert_eq!(reply.json()["id"], id as u64, "{path}?id={id}: {}", reply.body);
+    }
+    test_elapsed
+}

@@ -97,6 +97,8 @@ pub fn agent(args: &AgentArgs) -> Result<(), Failure> {
 struct Agent {
     child: Child,
     lines: mpsc::Receiver<String>,
+    /// When it was told to go, ms after the first (`None`: the write failed).
+    go_offset_ms: Option<f64>,
 }
 
 /// Runs a level of `level` connections over ⌈level / per_process⌉ agents of
@@ -152,20 +154,17 @@ pub fn run_split(
         }
     }
     let go_at = Instant::now();
-    let mut offsets = Vec::new();
     for agent in agents.iter_mut().flatten() {
         let sent = agent.child.stdin.as_mut().is_some_and(|stdin| stdin.write_all(b"go\n").is_ok());
-        offsets.push(sent.then(|| go_at.elapsed().as_secs_f64() * 1e3));
+        agent.go_offset_ms = sent.then(|| go_at.elapsed().as_secs_f64() * 1e3);
     }
     let done_by = Instant::now() + timeout + Duration::from_secs(30);
-    let mut reports = 0;
     for (agent, (_, count)) in agents.iter_mut().zip(&shares) {
         let Some(a) = agent.as_mut() else {
             lost(&mut load, *count);
             continue;
         };
-        let offset = offsets.get(reports).copied().flatten().unwrap_or(0.0);
-        reports += 1;
+        let offset = a.go_offset_ms.unwrap_or(0.0);
         let report: Option<Report> = loop {
             match a.lines.recv_timeout(left(done_by)) {
                 Ok(line) if line.starts_with('{') => break serde_json::from_str(&line).ok(),
@@ -218,7 +217,7 @@ fn start(mut command: Command) -> Option<Agent> {
             }
         }
     });
-    Some(Agent { child, lines })
+    Some(Agent { child, lines, go_offset_ms: None })
 }
 
 fn left(deadline: Instant) -> Duration {

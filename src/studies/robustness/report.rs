@@ -171,15 +171,7 @@ pub fn markdown(results: &SweepResults) -> String {
             );
         }
     }
-    let spread: Vec<String> = results
-        .targets
-        .iter()
-        .flat_map(|t| t.steps.iter().map(move |s| (t, s)))
-        .filter_map(|(t, s)| {
-            let sources = s.load.as_ref()?.source_addresses;
-            (sources > 1).then(|| format!("{} at {}: {sources}", t.name, s.level))
-        })
-        .collect();
+    let spread = steps_where(results, |load| load.source_addresses);
     if !spread.is_empty() {
         let _ = writeln!(
             md,
@@ -188,15 +180,7 @@ pub fn markdown(results: &SweepResults) -> String {
             spread.join("; ")
         );
     }
-    let split: Vec<String> = results
-        .targets
-        .iter()
-        .flat_map(|t| t.steps.iter().map(move |s| (t, s)))
-        .filter_map(|(t, s)| {
-            let processes = s.load.as_ref()?.processes;
-            (processes > 1).then(|| format!("{} at {}: {processes}", t.name, s.level))
-        })
-        .collect();
+    let split = steps_where(results, |load| load.processes);
     if !split.is_empty() {
         let _ = writeln!(
             md,
@@ -208,6 +192,20 @@ pub fn markdown(results: &SweepResults) -> String {
         );
     }
     md
+}
+
+/// "TARGET at LEVEL: N" for every step whose load side counted more than
+/// one of `count` (source addresses, client processes).
+fn steps_where(results: &SweepResults, count: fn(&super::step::StepLoad) -> usize) -> Vec<String> {
+    results
+        .targets
+        .iter()
+        .flat_map(|t| t.steps.iter().map(move |s| (t, s)))
+        .filter_map(|(t, s)| {
+            let n = count(s.load.as_ref()?);
+            (n > 1).then(|| format!("{} at {}: {n}", t.name, s.level))
+        })
+        .collect()
 }
 
 /// `results.csv`: one row per target and level, written by the `csv` crate.
