@@ -83,9 +83,9 @@ fn a_server_without_http2_is_counted_as_refused_not_waited_for() {
         let Some(nginx) = nginx else { return };
         let url = if name == "h1-plain" { nginx.plain_url() } else { nginx.url("127.0.0.1") };
         let started = Instant::now();
-        let result = run(&["--h2", "-c", "2", "-n", "6", "--timeout", "5s", "--insecure", &url]);
+        let result = run(&["--h2", "-c", "2", "-n", "6", "--timeout", "30s", "--insecure", &url]);
         assert_eq!(errors(&result, ErrorKind::H2Refused), 6, "{name}: {:?}", result.stats.errors);
-        assert!(started.elapsed() < Duration::from_secs(4), "{name}: no waiting for the timeout");
+        assert!(started.elapsed() < Duration::from_secs(15), "{name}: no waiting for the timeout");
         // Without --h2 the same server answers.
         assert_eq!(run(&["-k", "-c", "1", "-n", "3", "--insecure", &url]).stats.ok, 3, "{name}");
     }

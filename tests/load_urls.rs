@@ -137,9 +137,10 @@ fn every_url_gets_its_turn_and_its_own_figures() {
     // The body file, sent with every POST.
     assert_eq!(seen_now["POST /items"], (25, 25 * 8));
     assert_eq!((report.urls[3].status_4xx_5xx, report.urls[0].status_4xx_5xx), (25, 0));
-    // Each URL's latency is its own: only /slow waits 20 ms.
+    // Each URL's latency is its own: only /slow waits 20 ms. (A median, not a p99: one
+    // /fast request delayed by a busy machine must not fail the test.)
     assert!(report.urls[1].p50_ms >= 19.0, "{:?}", report.urls[1]);
-    assert!(report.urls[0].p50_ms < 19.0 && report.urls[0].p99_ms < 19.0, "{:?}", report.urls[0]);
+    assert!(report.urls[0].p50_ms < 19.0, "{:?}", report.urls[0]);
     let rps: f64 = report.urls.iter().map(|u| u.rps).sum();
     assert!((rps - report.rps).abs() < 1e-6 * report.rps.max(1.0), "{rps} vs {}", report.rps);
 
