@@ -501,3 +501,76 @@ async fn falkordb_faults_on_the_link_are_bounded_and_recovered_from() {
     let Some(url) = falkor_url() else { return };
     faults_under_load(Db::Falkor, &url).await;
 }
+
+/// `blocklab bench --db-rtt`: every server reads Neo4j through Toxiproxy with
+/// the round trip asked for, the RTT really got is measured and named, the
+/// proxy's CPU is read per run, and the reading weighs each rate against its
+/// pool with Little's law. With a 10 ms round trip, `/getData` (one HTTP
+/// worker, blocked for each read) can hold one read in flight and
+/// `/getDataAsync` four (its connections): the ratio is the pools', far
+/// above any noise.
+#[test]
+fn bench_puts_the_round_trip_on_the_link_and_weighs_rates_by_littles_law() {
+    let Some(uri) = neo4j_uri() else { return };
+    let exe = env!("CARGO_BIN_EXE_blocklab");
+    let seeded = std::process::Command::new(exe)
+        .args(["seed", "--nodes", &NODES.to_string()])
+        .env("BLOCKLAB_DB", &uri)
+        .output()
+        .unwrap();
+    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+    let out = std::env::temp_dir().join(format!("blocklab-bench-rtt-{}", std::process::id()));
+    let ran = std::process::Command::new(exe)
+        .args(["bench", "--db", &uri, "--db-rtt", "10ms", "--apis", "2,3", "-c", "20", "-n", "300"])
+        .args(["--runs", "1", "--workers", "1", "--nodes", &NODES.to_string(), "--out"])
+        .arg(&out)
+        .env_remove("BLOCKLAB_DB")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    assert!(stderr.contains("putting a round trip of 10ms"), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let link = &results["conditions"]["link"];
+    assert_eq!((link["rtt_ms"].as_f64(), link["version"].as_str()), (Some(10.0), Some("2.5.0")), "{link}");
+    let added = link["linked_read_ms"].as_f64().unwrap() - link["direct_read_ms"].as_f64().unwrap();
+    assert!((9.0..40.0).contains(&added), "the link added {added} ms to a read, 10 ms asked: {link}");
+    let p = &results["conditions"]["parameters"];
+    assert_eq!((p["db_pool"].as_u64(), p["db_async_connections"].as_u64()), (Some(16), Some(4)));
+    let rate = |path: &str| {
+        let test = results["tests"].as_array().unwrap().iter().find(|t| t["api"] == path).unwrap();
+        let run = &test["runs"][0];
+        assert_eq!(run["error_total"].as_u64(), Some(0), "{path}: {run}");
+        assert!(run["link_cpu_per_request_us"].as_f64().is_some_and(|us| us > 0.0), "{path}: {run}");
+        run["rps"].as_f64().unwrap()
+    };
+    let (blocking, non_blocking) = (rate("/getData"), rate("/getDataAsync"));
+    assert!(blocking < 1000.0 / 9.0, "/getData at {blocking} req/s: one worker cannot beat one read per RTT");
+    assert!(non_blocking > 2.0 * blocking, "/getDataAsync {non_blocking} req/s, /getData {blocking}");
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(md.contains("Little's law"), "{md}");
+    assert!(
+        md.contains("blocklab /getData: ") && md.contains("against at most 1 (its 1 HTTP worker thread"),
+        "{md}"
+    );
+    assert!(md.contains("Toxiproxy 2.5.0 (pid ") && md.contains("RTT asked 10 ms"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn db_rtt_is_refused_where_it_cannot_apply() {
+    let exe = env!("CARGO_BIN_EXE_blocklab");
+    for (args, says) in [
+        (&["bench", "--db-rtt", "1ms"][..], "the embedded one simulates it with --db-latency"),
+        (
+            &["bench", "--db", "bolt://127.0.0.1:7687", "--db-rtt", "1500us"][..],
+            "whole number of milliseconds",
+        ),
+    ] {
+        let ran = std::process::Command::new(exe).args(args).env_remove("BLOCKLAB_DB").output().unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says) && stderr.lines().count() == 1, "{args:?}: {stderr}");
+    }
+}

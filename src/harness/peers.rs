@@ -102,13 +102,29 @@ pub struct Peer {
     /// What it serves, space-separated paths (servers only).
     #[serde(default)]
     pub endpoints: String,
+    /// The most connections its database client opens (study-1 servers): a
+    /// number, then what it is, as the study's outputs name it (`100 (the
+    /// neo4j-java-driver's default pool)`).
+    #[serde(default)]
+    pub db_pool: Option<String>,
 }
 
 impl Peer {
     /// Every key a manifest may hold, the required ones first (as
     /// `scripts/peer-manifest --keys` prints them).
-    pub const KEYS: [&str; 10] =
-        ["name", "kind", "runtime", "stands_for", "versions", "needs", "java", "debian", "uses", "endpoints"];
+    pub const KEYS: [&str; 11] = [
+        "name",
+        "kind",
+        "runtime",
+        "stands_for",
+        "versions",
+        "needs",
+        "java",
+        "debian",
+        "uses",
+        "endpoints",
+        "db_pool",
+    ];
 
     /// Reads the manifest `text` of the folder called `folder`, by the contract's rules.
     pub fn parse(text: &str, folder: &str) -> Result<Peer, String> {
@@ -130,6 +146,7 @@ impl Peer {
             ("debian", Some(&peer.debian)),
             ("uses", Some(&peer.uses)),
             ("endpoints", Some(&peer.endpoints)),
+            ("db_pool", peer.db_pool.as_ref()),
         ];
         if let Some((key, _)) = values.iter().find(|(_, v)| v.is_some_and(|v| v.contains(['\n', '\t']))) {
             return Err(format!("key '{key}' must be a one-line string"));
@@ -138,6 +155,11 @@ impl Peer {
             return Err(format!("key 'name' is '{}', not its folder's name '{folder}'", peer.name));
         }
         Ok(peer)
+    }
+
+    /// The most connections its database client opens, when its manifest says (`db_pool`).
+    pub fn db_connections(&self) -> Option<u64> {
+        self.db_pool.as_deref()?.split_whitespace().next()?.parse().ok()
     }
 
     /// Whether it serves `path` (e.g. `/delay`).

@@ -199,6 +199,12 @@ impl Proxy {
 /// The names of the two toxics [`Proxy::set_rtt`] adds (upstream, downstream).
 pub const RTT_TOXICS: [&str; 2] = ["rtt_upstream", "rtt_downstream"];
 
+/// `Err(why)` when `rtt` cannot be put on a link: Toxiproxy counts latency
+/// in whole milliseconds.
+pub fn check_rtt(rtt: Duration) -> Result<(), String> {
+    split_rtt(rtt).map(drop)
+}
+
 /// The halves of `rtt` in whole milliseconds: (upstream, downstream), the
 /// odd millisecond downstream.
 fn split_rtt(rtt: Duration) -> Result<(Duration, Duration), String> {

@@ -29,6 +29,10 @@ Examples:
                                                    and wiped by the bench; blocklab and the Play peer on it)
   blocklab bench --db neo4j --db-cpus 1 --db-warm 2m --apis 1,3
   blocklab bench --db bolt://127.0.0.1:7687       (a Neo4j you run, seeded with `blocklab seed`)
+  blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --apis 2,3,7
+                                                  (Neo4j one network hop away: Toxiproxy between every
+                                                   server, the ceiling client and the database)
+  blocklab bench --db neo4j --db-rtt 1ms --db-async-connections 64 --apis 3
 
 Writes into --out: results.md, results.json, results.csv, charts/*.svg, report.html, raw/.
 BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENCH_TEST_ID).
@@ -94,6 +98,13 @@ pub struct BenchArgs {
     #[arg(long, default_value = "1ms", value_parser = parse_duration, value_name = "DUR")]
     pub db_latency: Duration,
 
+    /// A network round trip between the servers and a networked database (neo4j, bolt://,
+    /// falkor://): Toxiproxy (peers/toxiproxy) stands between them, with a latency toxic of half
+    /// of it each way, in whole milliseconds; 0ms puts the proxy there without a delay. The
+    /// ceiling client goes through the same link. [default: none, the database is reached directly]
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub db_rtt: Option<Duration>,
+
     /// Content nodes.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
@@ -144,6 +155,16 @@ impl BenchArgs {
                     .to_string(),
             );
         }
+        if let Some(rtt) = self.db_rtt {
+            if embedded {
+                return Err(
+                    "--db-rtt puts a round trip on the link to a networked database (neo4j, bolt://, \
+                            falkor://); the embedded one simulates it with --db-latency"
+                        .to_string(),
+                );
+            }
+            crate::harness::toxiproxy::check_rtt(rtt).map_err(|e| format!("--db-rtt: {e}"))?;
+        }
         let placement = Placement::detect();
         let db_cpus = match &self.db_cpus {
             Some(list) => {
@@ -185,6 +206,8 @@ impl BenchArgs {
             targets,
             available,
             db_client: self.db_client.to_args(),
+            db_settings: self.db_client.settings(),
+            db_rtt: self.db_rtt,
             model: self.model,
             embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
             db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {

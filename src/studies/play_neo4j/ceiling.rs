@@ -96,12 +96,14 @@ pub fn window(quick: bool) -> (Duration, Duration) {
     }
 }
 
-/// Runs the ceiling client once against `db` (pinned to `cpus` when given)
+/// Runs the ceiling client once against `db`, reached at `url` (directly,
+/// or through the link of `--db-rtt`), pinned to `cpus` when given,
 /// and reads its JSON line. The error says why there is no ceiling (the peer
 /// not built, the client failed, it hung past its window plus a minute).
 pub fn measure(
     peers: &Peers,
     db: &ManagedNeo4j,
+    url: &str,
     nodes: u64,
     cpus: Option<&str>,
     cpu_counts: (usize, usize),
@@ -120,7 +122,7 @@ pub fn measure(
         None => Command::new(&peers.script),
     };
     command
-        .args(["run", PEER, "--db", db.url()])
+        .args(["run", PEER, "--db", url])
         .args(["--nodes", &nodes.to_string(), "--concurrency", &CONCURRENCY.to_string()])
         .args(["--seconds", &seconds.as_secs().to_string(), "--warmup", &warmup.as_secs().to_string()])
         .stdin(Stdio::null())

@@ -14,6 +14,8 @@ pub mod args;
 pub mod ceiling;
 pub mod charts;
 pub mod html;
+pub mod link;
+pub mod pools;
 pub mod reading;
 pub mod report;
 pub mod results;

@@ -192,6 +192,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
         out.push(format!("{failed} requests failed without a response (see the per-run table for where)."));
     }
     out.extend(side_by_side(results));
+    out.extend(super::pools::sentences(results));
     for t in results.tests.iter().filter(|t| !matches!(t.status, RunStatus::Ok | RunStatus::NotServed)) {
         out.push(format!(
             "{} Test ID {} {} {}: {}",

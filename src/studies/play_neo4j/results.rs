@@ -99,6 +99,11 @@ pub struct RunRecord {
     /// Database CPU time per completed request (µs): with the server's, it
     /// says which process was saturated.
     pub db_cpu_per_request_us: Option<f64>,
+    /// Toxiproxy's CPU time per completed request (µs), when the database
+    /// was reached through the link (`--db-rtt`): what the proxy cost,
+    /// apart from the server's own CPU per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_cpu_per_request_us: Option<f64>,
     /// The server's own figures.
     pub server: ServerFigures,
     /// A JVM peer's heap and garbage collection during the run (`null` for
@@ -236,6 +241,12 @@ pub struct Parameters {
     pub db: String,
     /// Simulated round trip per read (ms).
     pub db_latency_ms: f64,
+    /// blocklab's blocking client's connections (`--db-pool`; null: the embedded database).
+    #[serde(default)]
+    pub db_pool: Option<usize>,
+    /// blocklab's non-blocking client's connections (`--db-async-connections`; null: the embedded database).
+    #[serde(default)]
+    pub db_async_connections: Option<usize>,
     /// blocklab's server stack (`--model`): `reactive` (hyper + axum) or `lean`.
     #[serde(default)]
     pub server_model: String,
@@ -277,6 +288,13 @@ pub struct Conditions {
     pub warm_up: Option<WarmUp>,
     /// The servers measured, each with its versions.
     pub targets: Vec<String>,
+    /// Each peer's database client pool, as its manifest gives it (`db_pool`:
+    /// a number of connections first), by target name.
+    #[serde(default)]
+    pub db_pools: BTreeMap<String, String>,
+    /// The link between the servers and the database (`--db-rtt`; null: reached directly).
+    #[serde(default)]
+    pub link: Option<super::link::LinkRecord>,
     /// Each server's family (blocklab, jvm, go, python, node, other), as the charts draw it.
     #[serde(default)]
     pub families: BTreeMap<String, crate::page::Family>,
@@ -475,6 +493,7 @@ mod tests {
                     server_threads_max: None,
                     db_cpu_s: None,
                     db_cpu_per_request_us: None,
+                    link_cpu_per_request_us: None,
                     server: ServerFigures::default(),
                     jvm: None,
                     load_json: String::new(),

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::link::Link;
 use super::results::{
     BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord, WARM_SETTLED,
     WarmUp,
@@ -95,6 +96,11 @@ pub struct BenchPlan {
     pub available: Targets,
     /// Client flags for a networked database (`--db-pool` ...), passed to each server.
     pub db_client: Vec<String>,
+    /// The same settings: the pools the reading weighs rates against.
+    pub db_settings: crate::graph::DbSettings,
+    /// `--db-rtt`: a round trip put on the link to a networked database
+    /// (Toxiproxy between it and every server), or `None`: reached directly.
+    pub db_rtt: Option<Duration>,
     /// blocklab's server stack (`serve --model`: reactive or lean).
     pub model: Model,
     /// How the embedded database is read (`None`: a networked database, read by Cypher).
@@ -165,6 +171,15 @@ struct Database {
     name: String,
     /// How a managed database was warmed.
     warm_up: Option<WarmUp>,
+    /// The link in front of it (`--db-rtt`), once it is open.
+    link: Option<Link>,
+}
+
+impl Database {
+    /// The URL the servers and the ceiling client read: through the link when there is one.
+    fn served_url(&self) -> &DbUrl {
+        self.link.as_ref().map_or(&self.url, Link::url)
+    }
 }
 
 /// Runs the matrix. `interrupt` is checked between and during runs.
@@ -174,7 +189,10 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     let clock = Instant::now();
     // Started (and, when managed, seeded and warmed) first; dropped last,
     // which stops and wipes a managed one on every path out of here.
-    let database = open_database(plan, interrupt)?;
+    let mut database = open_database(plan, interrupt)?;
+    if let Some(rtt) = plan.db_rtt {
+        database.link = Some(open_link(plan, &database, rtt)?);
+    }
     let ceiling = measure_ceiling(plan, &database, "before the matrix", interrupt);
     let total = plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
@@ -223,8 +241,13 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                     // Requests of the runs before this one, for the progress bar.
                     let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
                     let scraped = matches!(target, Target::Blocklab(_));
-                    let cell =
-                        Cell { api: *api, target: &target_name, scraped, db: database.managed.as_ref() };
+                    let cell = Cell {
+                        api: *api,
+                        target: &target_name,
+                        scraped,
+                        db: database.managed.as_ref(),
+                        link: database.link.as_ref(),
+                    };
                     match run_once(plan, &cell, run_id, &mut server, &bar, done, interrupt) {
                         Ok((run, scrape_info)) => {
                             if !plan.progress {
@@ -278,6 +301,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         None
     };
     let info_value = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    let networked = plan.db != BenchDb::Url(DbUrl::Embedded);
     let conditions = Conditions {
         machine: conditions::machine(),
         placement: plan.placement.clone(),
@@ -293,6 +317,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             keep_alive: true,
             db: database.url.to_string(),
             db_latency_ms: plan.db_latency.as_secs_f64() * 1000.0,
+            db_pool: networked.then_some(plan.db_settings.pool),
+            db_async_connections: networked.then_some(plan.db_settings.async_connections),
             server_model: plan.model.to_string(),
             embedded_read: plan.embedded_read.map(|r| r.to_string()),
             nodes: plan.nodes,
@@ -308,6 +334,15 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         warm_up: database.warm_up.clone(),
         targets: plan.targets.iter().map(Target::describe).collect(),
         families: plan.targets.iter().map(|t| (t.name().to_string(), t.family())).collect(),
+        db_pools: plan
+            .targets
+            .iter()
+            .filter_map(|t| match t {
+                Target::Peer(peer) => peer.db_pool.clone().map(|pool| (peer.name.clone(), pool)),
+                _ => None,
+            })
+            .collect(),
+        link: database.link.as_ref().map(|l| l.record.clone()),
         ceiling,
         ceiling_after,
     };
@@ -339,7 +374,7 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
                 DbUrl::Falkor(_) => format!("FalkorDB at {url} (run by the user)"),
                 DbUrl::Neo4j(_) => format!("Neo4j at {url} (run by the user; its CPU not measured)"),
             };
-            return Ok(Database { url: url.clone(), managed: None, name, warm_up: None });
+            return Ok(Database { url: url.clone(), managed: None, name, warm_up: None, link: None });
         }
         BenchDb::Managed => {}
     }
@@ -357,7 +392,7 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
         if pin.is_some() { format!("CPU {cpus}") } else { "not pinned".to_string() }
     );
     eprintln!("bench: {name} up in {:.1} s; seeding {} nodes", started.elapsed().as_secs_f64(), plan.nodes);
-    let mut database = Database { url, managed: Some(neo4j), name, warm_up: None };
+    let mut database = Database { url, managed: Some(neo4j), name, warm_up: None, link: None };
     let seeded = Command::new(&plan.exe)
         .args(["seed", "--nodes", &plan.nodes.to_string()])
         .env("BLOCKLAB_DB", database.url.full_url())
@@ -379,6 +414,21 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
     Ok(database)
 }
 
+/// Toxiproxy in front of the database, with `rtt` on the link, pinned to
+/// the database's CPUs: on two shared cores it is part of the machine's load.
+fn open_link(plan: &BenchPlan, database: &Database, rtt: Duration) -> anyhow::Result<Link> {
+    let cpus = placement::list(&plan.db_cpus);
+    let pin = plan.placement.pinned.then_some(cpus.as_str());
+    eprintln!(
+        "bench: putting a round trip of {} between the servers and the database (Toxiproxy, CPU {cpus})",
+        humantime::format_duration(rtt)
+    );
+    let link = Link::open(&plan.available, &database.url, rtt, plan.nodes, plan.db_settings, pin)
+        .map_err(|e| anyhow::anyhow!("--db-rtt: {e}"))?;
+    eprintln!("bench: {}", link.record.describe());
+    Ok(link)
+}
+
 /// Neo4j's ceiling for the read (a managed Neo4j only), measured `when`.
 fn measure_ceiling(
     plan: &BenchPlan,
@@ -393,8 +443,21 @@ fn measure_ceiling(
         super::ceiling::PEER
     );
     let counts = (plan.db_cpus.len(), plan.placement.server_cpus.len());
-    match super::ceiling::measure(&plan.available.peers, db, plan.nodes, pin.as_deref(), counts, plan.quick) {
-        Ok(c) => {
+    let url = database.served_url().full_url();
+    let measured = super::ceiling::measure(
+        &plan.available.peers,
+        db,
+        &url,
+        plan.nodes,
+        pin.as_deref(),
+        counts,
+        plan.quick,
+    );
+    match measured {
+        Ok(mut c) => {
+            if let Some(link) = &database.link {
+                c.client.push_str(&format!(", through the link (RTT {} ms)", link.record.rtt_ms));
+            }
             eprintln!("bench: {}", super::ceiling::describe(&c));
             Some(c)
         }
@@ -501,16 +564,16 @@ fn start_server(
     // credentials to show); blocklab through the environment (BLOCKLAB_DB).
     let args = match target {
         Target::Blocklab(_) => server_args(plan),
-        _ => {
-            ["--db", &database.url.full_url(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec()
-        }
+        _ => ["--db", &database.served_url().full_url(), "--nodes", &plan.nodes.to_string()]
+            .map(String::from)
+            .to_vec(),
     };
     let mut command =
         plan.available.command(target, pin.as_deref(), &args).ok_or("a running service has no command")?;
     if matches!(target, Target::Blocklab(_)) {
         command
             .env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())
-            .env("BLOCKLAB_DB", database.url.full_url());
+            .env("BLOCKLAB_DB", database.served_url().full_url());
     }
     ServerProcess::spawn(command, Duration::from_secs(if target.is_jvm() { 120 } else { 300 }))
 }
@@ -529,8 +592,12 @@ fn say(plan: &BenchPlan, bar: &ProgressBar, line: String) {
 fn describe_db(plan: &BenchPlan, database: &Database) -> String {
     match &database.url {
         DbUrl::Falkor(_) | DbUrl::Neo4j(_) => format!(
-            "{} over loopback ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
+            "{} {} ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
             database.url,
+            database.link.as_ref().map_or_else(
+                || "over loopback".to_string(),
+                |l| format!("through Toxiproxy, a round trip of {} ms put on the link", l.record.rtt_ms)
+            ),
             plan.nodes,
             plan.db_client.join(" "),
             if database.managed.is_some() {
@@ -587,6 +654,7 @@ struct Cell<'a> {
     target: &'a str,
     scraped: bool,
     db: Option<&'a ManagedNeo4j>,
+    link: Option<&'a Link>,
 }
 
 /// One load of one API on a running server.
@@ -615,6 +683,7 @@ fn run_once(
     let before = if cell.scraped { Some(scrape("before the run").map_err(RunError::Failed)?) } else { None };
     let cpu_before = server.cpu_time().unwrap_or_default();
     let db_cpu_before = cell.db.and_then(ManagedNeo4j::cpu_time);
+    let link_cpu_before = cell.link.and_then(Link::cpu_time);
     let server_pid = crate::proc::Pid::Of(server.pid());
     let mut threads_max = crate::proc::threads(server_pid);
     // A JVM peer's heap and collections, from its perf counters (none for blocklab).
@@ -707,6 +776,10 @@ fn run_once(
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
+    let link_cpu = match (link_cpu_before, cell.link.and_then(Link::cpu_time)) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
     let peak_rss = server.peak_rss().unwrap_or(0);
     let jvm = match (gc_before, jvm::gc(server.pid())) {
         (Some(a), Some(b)) => Some(JvmFigures {
@@ -757,6 +830,7 @@ fn run_once(
         server_threads_max: threads_max,
         db_cpu_s: db_cpu.map(|d| d.as_secs_f64()),
         db_cpu_per_request_us: db_cpu.map(per_request),
+        link_cpu_per_request_us: link_cpu.map(per_request),
         server: figures,
         jvm,
         load_json: json_rel,

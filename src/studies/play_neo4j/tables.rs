@@ -243,6 +243,7 @@ pub fn extra_columns(results: &BenchResults) -> Table {
             "actor threads busy",
             "blocking threads",
             "actor mailbox peak",
+            "actor reads in flight peak",
             "server mean ms",
             "server p99 ≤ ms",
             "server CPU µs/req",
@@ -251,6 +252,7 @@ pub fn extra_columns(results: &BenchResults) -> Table {
             "JVM heap peak MiB",
             "GC pauses (ms)",
             "database CPU µs/req",
+            "link CPU µs/req",
         ]
         .map(String::from)
         .to_vec(),
@@ -270,6 +272,7 @@ pub fn extra_columns(results: &BenchResults) -> Table {
                     pct(s.actor_busy_ratio),
                     s.blocking_threads_max.to_string(),
                     s.actor_mailbox_max.max(s.async_mailbox_max).to_string(),
+                    s.async_reads_in_flight_max.to_string(),
                     ms(s.server_mean_ms),
                     ms(s.server_p99_ms),
                     format!("{:.1}", r.server_cpu_per_request_us),
@@ -280,6 +283,7 @@ pub fn extra_columns(results: &BenchResults) -> Table {
                         format!("{} ({:.0})", j.gc_collections, j.gc_pause_ms)
                     }),
                     us(r.db_cpu_per_request_us),
+                    us(r.link_cpu_per_request_us),
                 ]
             })
             .collect(),
@@ -381,6 +385,14 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
         ),
         ("placement".to_string(), placement(results)),
         ("database".to_string(), c.database.clone()),
+    ];
+    if let Some(pools) = super::pools::pools_line(results) {
+        rows.push(("database pools".to_string(), pools));
+    }
+    if let Some(link) = &c.link {
+        rows.push(("link".to_string(), link.describe()));
+    }
+    rows.extend([
         ("targets".to_string(), c.targets.join("; ")),
         (
             "load".to_string(),
@@ -395,7 +407,7 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
         ("server".to_string(), server(p)),
         ("APIs".to_string(), p.apis.join(", ")),
         ("started".to_string(), format!("{} (wall time {:.0} s)", results.started_at, results.wall_s)),
-    ];
+    ]);
     if p.quick {
         rows.push(("mode".to_string(), first_look(results)));
     }
