@@ -12,7 +12,7 @@ use plotters::prelude::*;
 #[derive(Debug, Clone)]
 pub struct Chart {
     /// File name under `charts/`.
-    pub file: &'static str,
+    pub file: String,
     /// Title.
     pub title: String,
     /// The SVG document.

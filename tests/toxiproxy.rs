@@ -574,3 +574,59 @@ fn db_rtt_is_refused_where_it_cannot_apply() {
         assert!(stderr.contains(says) && stderr.lines().count() == 1, "{args:?}: {stderr}");
     }
 }
+
+/// `blocklab bench --db-stall`: after the matrix, each database endpoint
+/// meets a link whose answers are 50 ms slower for 2 s under a steady open
+/// loop; the stall shows in the seconds it covered, and every figure of the
+/// record (time to recover, failures, peak in flight, survival) is written
+/// to every output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_stalls_the_link_under_an_open_loop_and_reports_recovery() {
+    let Some(uri) = neo4j_uri() else { return };
+    let uri = seeded(Db::Neo4j, &uri).await;
+    tokio::task::spawn_blocking(move || bench_through_a_stall(&uri)).await.unwrap();
+}
+
+fn bench_through_a_stall(uri: &str) {
+    let out = std::env::temp_dir().join(format!("blocklab-bench-stall-{}", std::process::id()));
+    let ran = std::process::Command::new(env!("CARGO_BIN_EXE_blocklab"))
+        .args(["bench", "--db", uri, "--db-stall", "+50ms:2s", "--apis", "2,3", "--quick", "-c", "20"])
+        .args(["-n", "300", "--nodes", &NODES.to_string(), "--out"])
+        .arg(&out)
+        .env_remove("BLOCKLAB_DB")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["conditions"]["link"]["rtt_ms"].as_f64(), Some(0.0), "the stall's link, no RTT");
+    let stalls = results["stalls"].as_array().unwrap();
+    let apis: Vec<&str> = stalls.iter().map(|s| s["api"].as_str().unwrap()).collect();
+    assert_eq!(apis, ["/getData", "/getDataAsync"], "{stderr}");
+    // One rate for every target of an endpoint, half its closed-loop rate in the matrix.
+    for stall in stalls {
+        let api = stall["api"].as_str().unwrap();
+        let test = results["tests"].as_array().unwrap().iter().find(|t| t["api"] == api).unwrap();
+        let closed = test["runs"][0]["rps"].as_f64().unwrap();
+        assert!((stall["rate"].as_f64().unwrap() - closed / 2.0).abs() < 1.0, "{api}: {stall}");
+        assert_eq!(stall["survived"], true, "{api}");
+        assert_eq!((stall["starts_s"].as_u64(), stall["stall"]["length"].as_u64()), (Some(4), Some(2000)));
+        let seconds = stall["seconds"].as_array().unwrap();
+        assert!(seconds.len() >= 11, "{api}: {} seconds", seconds.len());
+        // The seconds of the stall: every read took 50 ms more, so their p99 did.
+        let before = stall["before_p99_ms"].as_f64().unwrap();
+        let during = seconds[4..6].iter().map(|s| s["p99_ms"].as_f64().unwrap()).fold(0.0, f64::max);
+        assert!(during >= before + 40.0, "{api}: p99 {before} ms before, {during} ms during the stall");
+        assert!(
+            stall["peak_in_flight"].as_u64().is_some() && stall["peak_threads"].as_u64().is_some(),
+            "{stall}"
+        );
+    }
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(md.contains("## The database stalls") && md.contains("| recovered after s |"), "{md}");
+    assert!(md.contains("blocklab /getDataAsync (answers 50ms slower for 2s, at "), "{md}");
+    let svg = std::fs::read_to_string(out.join("charts/stall-test3.svg")).unwrap();
+    assert!(svg.contains("the stall") && svg.contains("blocklab") && svg.contains("<circle"), "{svg}");
+    let _ = std::fs::remove_dir_all(&out);
+}

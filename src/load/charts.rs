@@ -17,7 +17,7 @@ pub fn all(report: &LoadReport) -> Vec<Chart> {
     let mut charts = Vec::new();
     let mut push = |file: &'static str, title: &str, svg: Result<String, DrawError>| {
         if let Ok(svg) = svg {
-            charts.push(Chart { file, title: title.to_string(), svg });
+            charts.push(Chart { file: file.to_string(), title: title.to_string(), svg });
         }
     };
     push("latency-distribution.svg", "Latency by percentile", distribution(report));

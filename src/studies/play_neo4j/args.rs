@@ -5,6 +5,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::run::{BenchDb, BenchPlan, parse_apis};
+use super::stall::StallSpec;
 use crate::flags::{DbClientArgs, parse_duration};
 use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::placement::{Placement, parse_cpu_list};
@@ -33,6 +34,10 @@ Examples:
                                                   (Neo4j one network hop away: Toxiproxy between every
                                                    server, the ceiling client and the database)
   blocklab bench --db neo4j --db-rtt 1ms --db-async-connections 64 --apis 3
+  blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --db-stall +50ms:10s --apis 2,3,7
+                                                  (after the matrix, each endpoint meets a database whose
+                                                   answers are 50 ms slower for 10 s: time to recover)
+  blocklab bench --db bolt://127.0.0.1:7687 --db-stall freeze:5s --db-stall-rate 300 --apis 3
 
 Writes into --out: results.md, results.json, results.csv, charts/*.svg, report.html, raw/.
 BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENCH_TEST_ID).
@@ -105,6 +110,19 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub db_rtt: Option<Duration>,
 
+    /// After the matrix, each target's database endpoints meet a database that stalls, under an
+    /// open-loop load on -c connections: +DELAY:LENGTH makes every answer DELAY slower for LENGTH
+    /// (e.g. +50ms:10s), freeze:LENGTH lets no byte through for LENGTH. Figures: time to recover,
+    /// requests failed during and after, the most requests held, whether the server survived.
+    /// Needs a networked database; puts Toxiproxy on the link (with --db-rtt's RTT, or none).
+    #[arg(long, value_parser = clap::builder::ValueParser::new(StallSpec::parse), value_name = "SPEC")]
+    pub db_stall: Option<StallSpec>,
+
+    /// The open-loop rate of the stall runs, requests per second [default: half the lower of
+    /// the database's ceiling for the endpoint and the endpoint's own rate in the matrix].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "R")]
+    pub db_stall_rate: Option<u32>,
+
     /// Content nodes.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
@@ -165,6 +183,14 @@ impl BenchArgs {
             }
             crate::harness::toxiproxy::check_rtt(rtt).map_err(|e| format!("--db-rtt: {e}"))?;
         }
+        if self.db_stall.is_some() && embedded {
+            return Err(
+                "--db-stall stalls the link to a networked database (neo4j, bolt://, falkor://)".to_string()
+            );
+        }
+        if self.db_stall_rate.is_some() && self.db_stall.is_none() {
+            return Err("--db-stall-rate sets the rate of --db-stall's runs: give --db-stall too".to_string());
+        }
         let placement = Placement::detect();
         let db_cpus = match &self.db_cpus {
             Some(list) => {
@@ -208,6 +234,8 @@ impl BenchArgs {
             db_client: self.db_client.to_args(),
             db_settings: self.db_client.settings(),
             db_rtt: self.db_rtt,
+            db_stall: self.db_stall,
+            db_stall_rate: self.db_stall_rate,
             model: self.model,
             embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
             db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use super::results::{BLOCKLAB, BenchResults, TestRecord};
 
 pub use crate::page::Chart;
-use crate::page::{DrawError, Family, canvas, color, draw_legend, family_marker};
+use crate::page::{DrawError, Family, canvas, color, draw_family_line, draw_legend, family_marker};
 
 /// A named series of values, one per category (None: no bar), with each
 /// value's range over the runs (drawn as a whisker) and the family its
@@ -39,9 +39,9 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
         tests.iter().map(|t| t.best().map(f)).collect()
     };
     let mut charts = Vec::new();
-    let mut push = |file, title: String, x: &str, series: Vec<Series>, log: bool, max: Option<f64>| {
+    let mut push = |file: &str, title: String, x: &str, series: Vec<Series>, log: bool, max: Option<f64>| {
         if let Ok(svg) = hbars(&title, x, &names, &series, log, max, None) {
-            charts.push(Chart { file, title, svg });
+            charts.push(Chart { file: file.to_string(), title, svg });
         }
     };
     push(
@@ -104,7 +104,73 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
     if let Some(chart) = side_by_side(results) {
         charts.push(chart);
     }
+    charts.extend(stalls(results));
     charts
+}
+
+/// One timeline per endpoint that met `--db-stall`: answers per second of
+/// every target, second by second, the stall shaded.
+fn stalls(results: &BenchResults) -> Vec<Chart> {
+    let targets = results.target_names();
+    let mut apis: Vec<(super::results::TestId, &str)> =
+        results.stalls.iter().map(|s| (s.test_id, s.api.as_str())).collect();
+    apis.dedup();
+    let mut charts = Vec::new();
+    for (test_id, api) in apis {
+        let records: Vec<&super::stall::StallRecord> =
+            results.stalls.iter().filter(|s| s.test_id == test_id).collect();
+        let title = format!("{api} through the stall ({}): answers per second", records[0].stall);
+        if let Ok(svg) = stall_timeline(results, &title, &targets, &records) {
+            charts.push(Chart { file: format!("stall-test{test_id}.svg"), title, svg });
+        }
+    }
+    charts
+}
+
+fn stall_timeline(
+    results: &BenchResults,
+    title: &str,
+    targets: &[&str],
+    records: &[&super::stall::StallRecord],
+) -> Result<String, DrawError> {
+    let x_hi = records.iter().map(|r| r.seconds.len()).max().unwrap_or(1).max(1) as f64;
+    let y_hi = records.iter().flat_map(|r| r.seconds.iter().map(|s| s.rps)).fold(1.0, f64::max) * 1.15;
+    let (from, to) = (records[0].starts_s as f64, records[0].ends_s() as f64);
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg, (900, 440))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_hi, 0.0..y_hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the load started (open loop)")
+            .y_desc("answers per second")
+            .light_line_style(WHITE.mix(0.0))
+            .label_style(("sans-serif", 13))
+            .draw()?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(from, 0.0), (to, y_hi)],
+                RGBColor(0, 0, 0).mix(0.08).filled(),
+            )))?
+            .label("the stall")
+            .legend(|(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 18, y + 5)], RGBColor(0, 0, 0).mix(0.15).filled())
+            });
+        for record in records {
+            let i = targets.iter().position(|t| *t == record.target).unwrap_or(0);
+            let points: Vec<(f64, f64)> =
+                record.seconds.iter().map(|s| (s.second as f64 + 0.5, s.rps)).collect();
+            draw_family_line(&mut chart, i, results.family(&record.target), &record.target, &points)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        root.present()?;
+    }
+    Ok(svg)
 }
 
 /// Requests per second per Test ID: every target here beside the seed's
@@ -153,7 +219,7 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
         )
     });
     let svg = hbars(&title, "requests/s (log scale)", &names, &series, true, None, ceiling.as_ref()).ok()?;
-    Some(Chart { file: "side_by_side.svg", title, svg })
+    Some(Chart { file: "side_by_side.svg".to_string(), title, svg })
 }
 
 fn hbars(

@@ -103,6 +103,13 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += &table(&tables::side_by_side(results));
     let (first, rest): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| c.file == "side_by_side.svg");
     body += &charts_html(first);
+    let (stall_charts, rest): (Vec<&Chart>, Vec<&Chart>) =
+        rest.into_iter().partition(|c| c.file.starts_with("stall-"));
+    if let Some(t) = tables::stalls(results) {
+        body += &format!("<h2>The database stalls</h2><p>{}</p>", escape(super::stall::HOW));
+        body += &table(&t);
+        body += &charts_html(stall_charts);
+    }
     body += "<h2>Reading</h2><ul class=\"reading\">";
     for s in reading {
         body += &format!("<li>{}</li>", escape(s));

@@ -20,6 +20,7 @@ pub mod reading;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod stall;
 pub mod tables;
 pub mod test_id;
 

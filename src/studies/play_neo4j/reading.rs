@@ -193,6 +193,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     }
     out.extend(side_by_side(results));
     out.extend(super::pools::sentences(results));
+    out.extend(stall_sentences(results));
     for t in results.tests.iter().filter(|t| !matches!(t.status, RunStatus::Ok | RunStatus::NotServed)) {
         out.push(format!(
             "{} Test ID {} {} {}: {}",
@@ -445,6 +446,38 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
                 / results.test(peer, id).and_then(TestRecord::best).map_or(1.0, |r| r.rps.max(1e-9)),
             compare(results, (BLOCKLAB, peer), id)
         ));
+    }
+    out
+}
+
+/// The stall: one sentence per target and endpoint, then, per endpoint,
+/// blocklab beside each peer (recovered at least as fast? failed no more?).
+fn stall_sentences(results: &BenchResults) -> Vec<String> {
+    let mut out: Vec<String> = results.stalls.iter().map(super::stall::StallRecord::sentence).collect();
+    for ours in results.stalls.iter().filter(|s| s.target == BLOCKLAB) {
+        for theirs in results.stalls.iter().filter(|s| s.target != BLOCKLAB && s.test_id == ours.test_id) {
+            let recovery =
+                match (ours.survived, theirs.survived, ours.recovered_after_s, theirs.recovered_after_s) {
+                    (true, false, _, _) => format!("blocklab survived and {} did not", theirs.target),
+                    (false, true, _, _) => format!("{} survived and blocklab did not", theirs.target),
+                    (_, _, Some(a), Some(b)) if a < b => format!("blocklab recovered {} s sooner", b - a),
+                    (_, _, Some(a), Some(b)) if a > b => format!("blocklab recovered {} s later", a - b),
+                    (_, _, Some(_), Some(_)) => "both recovered in the same second".to_string(),
+                    (_, _, Some(_), None) => {
+                        format!("blocklab recovered and {} did not within the run", theirs.target)
+                    }
+                    (_, _, None, Some(_)) => {
+                        format!("{} recovered and blocklab did not within the run", theirs.target)
+                    }
+                    (_, _, None, None) => "neither recovered within the run".to_string(),
+                };
+            let (a, b) = (ours.failed_during + ours.failed_after, theirs.failed_during + theirs.failed_after);
+            out.push(format!(
+                "Through the stall, {} beside {}: {recovery}; blocklab failed {a} requests, {} {b} (one run each, \
+                 at {:.0} req/s).",
+                ours.api, theirs.target, theirs.target, ours.rate
+            ));
+        }
     }
     out
 }

@@ -51,6 +51,10 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
     out += &tables::side_by_side(results).markdown();
     out += "\n## Normalized to /test, beside the seed's Play figures\n\n";
     out += &tables::normalized(results).markdown();
+    if let Some(t) = tables::stalls(results) {
+        out += &format!("\n## The database stalls\n\n{}\n\n", super::stall::HOW);
+        out += &t.markdown();
+    }
     out += "\n## Reading\n\n";
     for s in reading {
         out += &format!("- {s}\n");

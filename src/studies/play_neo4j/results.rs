@@ -400,6 +400,9 @@ pub struct BenchResults {
     pub seed: Vec<SeedRow>,
     /// Best RPS normalized to `/test`, beside the seed's.
     pub normalized: Vec<NormalizedRow>,
+    /// Each target's database endpoints through the stall of `--db-stall` (empty: none asked for).
+    #[serde(default)]
+    pub stalls: Vec<super::stall::StallRecord>,
 }
 
 pub use crate::harness::target::BLOCKLAB;

@@ -28,6 +28,7 @@ use super::results::{
     BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord, WARM_SETTLED,
     WarmUp,
 };
+use super::stall::{StallKind, StallRecord, StallSecond, StallSpec};
 use super::test_id::{HasTestId, MEASURED};
 use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::conditions;
@@ -37,6 +38,7 @@ use crate::harness::placement::{self, Placement};
 use crate::harness::process::ServerProcess;
 use crate::harness::scrape::{Scrape, ServerFigures};
 use crate::harness::target::{Target, Targets};
+use crate::harness::toxiproxy::{Fault, Stream, Toxic};
 use crate::load::report::LoadReport;
 use crate::server::{Endpoint, Model};
 
@@ -101,6 +103,10 @@ pub struct BenchPlan {
     /// `--db-rtt`: a round trip put on the link to a networked database
     /// (Toxiproxy between it and every server), or `None`: reached directly.
     pub db_rtt: Option<Duration>,
+    /// `--db-stall`: the stall each target's database endpoints meet after the matrix.
+    pub db_stall: Option<StallSpec>,
+    /// `--db-stall-rate`: the open-loop rate of the stall runs (None: from the ceiling and the matrix).
+    pub db_stall_rate: Option<u32>,
     /// blocklab's server stack (`serve --model`: reactive or lean).
     pub model: Model,
     /// How the embedded database is read (`None`: a networked database, read by Cypher).
@@ -190,7 +196,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     // Started (and, when managed, seeded and warmed) first; dropped last,
     // which stops and wipes a managed one on every path out of here.
     let mut database = open_database(plan, interrupt)?;
-    if let Some(rtt) = plan.db_rtt {
+    // A stall needs the link: with no --db-rtt, the proxy with no delay.
+    if let Some(rtt) = plan.db_rtt.or(plan.db_stall.map(|_| Duration::ZERO)) {
         database.link = Some(open_link(plan, &database, rtt)?);
     }
     let ceiling = measure_ceiling(plan, &database, "before the matrix", interrupt);
@@ -300,6 +307,10 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     } else {
         None
     };
+    let ceiling_rps =
+        [&ceiling, &ceiling_after].into_iter().flatten().map(|c| c.reads_per_s).reduce(f64::max);
+    let stalls =
+        if interrupted { Vec::new() } else { run_stalls(plan, &database, &tests, ceiling_rps, interrupt) };
     let info_value = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let networked = plan.db != BenchDb::Url(DbUrl::Embedded);
     let conditions = Conditions {
@@ -361,6 +372,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         tests,
         seed,
         normalized,
+        stalls,
     })
 }
 
@@ -860,6 +872,184 @@ fn load_command(plan: &BenchPlan, url: &str, json: &Path, connections: usize, st
         .process_group(0);
     command
 }
+
+/// Every stall of the run (`--db-stall`): each target's database endpoints
+/// that ran in the matrix, one after the other, each on a fresh server.
+fn run_stalls(
+    plan: &BenchPlan,
+    database: &Database,
+    tests: &[TestRecord],
+    ceiling_reads_per_s: Option<f64>,
+    interrupt: &AtomicBool,
+) -> Vec<StallRecord> {
+    let (Some(spec), Some(link)) = (plan.db_stall, database.link.as_ref()) else { return Vec::new() };
+    let mut stalls = Vec::new();
+    for target in &plan.targets {
+        for api in plan.apis.iter().filter(|a| super::results::reads_per_request(**a) > 0.0) {
+            if interrupt.load(Relaxed) {
+                return stalls;
+            }
+            let ran = tests.iter().find(|t| t.target == target.name() && t.api == api.path());
+            if ran.and_then(TestRecord::best).is_none() {
+                continue;
+            }
+            // One rate for every target of an endpoint, so that they meet the same load: from the
+            // lowest of their closed-loop rates in the matrix.
+            let closed_loop = tests
+                .iter()
+                .filter(|t| t.api == api.path())
+                .filter_map(|t| t.best().map(|r| r.rps))
+                .reduce(f64::min);
+            let ceiling = ceiling_reads_per_s.map(|c| c / super::results::reads_per_request(*api));
+            let who = format!("{} {}", target.name(), api.path());
+            let Some((rate, from)) = super::stall::rate(plan.db_stall_rate, ceiling, closed_loop) else {
+                continue;
+            };
+            eprintln!("bench: stall: {who}, {spec}, at {rate:.0} req/s ({from})");
+            match stall_once(plan, database, link, target, *api, (spec, rate, from)) {
+                Ok(record) => {
+                    eprintln!("bench: {}", record.sentence());
+                    stalls.push(record);
+                }
+                Err(why) => eprintln!("bench: stall: {who}: {why}"),
+            }
+        }
+    }
+    stalls
+}
+
+/// One endpoint of one target through the stall: a fresh server under an
+/// open-loop load at `rate`; the toxic added after the steady seconds and
+/// removed after the stall's length; the server's threads (and blocklab's
+/// requests in flight) sampled every 250 ms.
+fn stall_once(
+    plan: &BenchPlan,
+    database: &Database,
+    link: &Link,
+    target: &Target,
+    api: Endpoint,
+    (spec, rate, rate_from): (StallSpec, f64, String),
+) -> Result<StallRecord, String> {
+    let test_id = api.test_id().unwrap_or(TestId(0));
+    let mut server = start_server(plan, target, database, test_id)?;
+    let (before, after) = (super::stall::before(plan.quick), super::stall::after(&spec, plan.quick));
+    let total = before + spec.length + after;
+    let json = plan.out.join(format!("raw/stall-{}-test{test_id}.json", target.name()));
+    let stop =
+        ["-z".to_string(), format!("{}ms", total.as_millis()), "--rate".to_string(), format!("{rate:.0}")];
+    let addr = server.addr();
+    let mut load =
+        load_command(plan, &format!("http://{addr}{}", api.path()), &json, plan.connections, &stop);
+    load.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = load.spawn().map_err(|e| format!("cannot start the load generator: {e}"))?;
+    let started = Instant::now();
+    let toxic = match spec.kind {
+        StallKind::Slower(delay) => Toxic::new(
+            STALL_TOXIC,
+            Stream::Downstream,
+            Fault::Latency { latency: delay, jitter: Duration::ZERO },
+        ),
+        StallKind::Freeze => Toxic::new(STALL_TOXIC, Stream::Downstream, Fault::Timeout { after: None }),
+    };
+    let scraped = matches!(target, Target::Blocklab(_));
+    let label = format!("endpoint=\"{}\"", api.path());
+    let pid = crate::proc::Pid::Of(server.pid());
+    // Per second: the most threads and requests in flight seen in it.
+    let mut held: std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)> = Default::default();
+    let (mut stalled, mut restored) = (false, false);
+    let mut failure = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(e) => {
+                failure = Some(e.to_string());
+                break None;
+            }
+        }
+        let t = started.elapsed();
+        if !stalled && t >= before {
+            stalled = true;
+            if let Err(e) = link.proxy().add(&toxic) {
+                failure = Some(e);
+                break None;
+            }
+        }
+        if stalled && !restored && t >= before + spec.length {
+            restored = true;
+            if let Err(e) = link.proxy().remove(STALL_TOXIC) {
+                failure = Some(e);
+                break None;
+            }
+        }
+        if t > total + Duration::from_secs(60) {
+            failure = Some(format!("the load did not end within {} s", total.as_secs() + 60));
+            break None;
+        }
+        let slot = held.entry(t.as_secs()).or_default();
+        slot.0 = slot.0.max(crate::proc::threads(pid));
+        if scraped && let Ok(s) = Scrape::fetch(addr, Duration::from_millis(200)) {
+            slot.1 = slot.1.max(Some(s.sum("blocklab_http_requests_in_flight", &[&label]) as u64));
+        }
+        std::thread::sleep(Duration::from_millis(250).saturating_sub(started.elapsed() - t));
+    };
+    if stalled && !restored {
+        let _ = link.proxy().remove(STALL_TOXIC);
+    }
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let alive = server.check_alive();
+    server.stop(Duration::from_secs(15));
+    if let Some(why) = failure {
+        return Err(why);
+    }
+    let report: LoadReport = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| format!("the load generator wrote no result ({status:?})"))?;
+    let seconds = report
+        .timeline
+        .iter()
+        .map(|s| {
+            let (threads, in_flight) = held.get(&s.second).copied().unwrap_or_default();
+            StallSecond {
+                second: s.second,
+                rps: if s.length_s > 0.0 { s.requests as f64 / s.length_s } else { 0.0 },
+                failed: s.status_4xx_5xx + s.errors.values().sum::<u64>(),
+                p50_ms: s.p50_ms,
+                p99_ms: s.corrected_p99_ms.unwrap_or(s.p99_ms),
+                threads,
+                in_flight,
+            }
+        })
+        .collect();
+    let mut record = StallRecord {
+        target: target.name().to_string(),
+        test_id,
+        api: api.path().to_string(),
+        stall: spec,
+        rate,
+        rate_from,
+        starts_s: before.as_secs(),
+        seconds,
+        before_rps: 0.0,
+        before_p99_ms: 0.0,
+        recovered_after_s: None,
+        failed_during: 0,
+        failed_after: 0,
+        peak_in_flight: None,
+        peak_threads: None,
+        survived: alive.is_ok(),
+        note: alive.err().map(|why| format!("the server died: {why}")),
+    };
+    record.compute();
+    Ok(record)
+}
+
+/// The name of the stall's toxic on the link.
+const STALL_TOXIC: &str = "stall";
 
 #[cfg(test)]
 mod tests {

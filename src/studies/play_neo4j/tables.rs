@@ -290,6 +290,56 @@ pub fn extra_columns(results: &BenchResults) -> Table {
     }
 }
 
+/// Each target's endpoint through the stall of `--db-stall`: the figures that
+/// answer the question (None: no stall was run).
+pub fn stalls(results: &BenchResults) -> Option<Table> {
+    if results.stalls.is_empty() {
+        return None;
+    }
+    let or_dash = |v: Option<u64>| v.map_or("—".to_string(), |v| v.to_string());
+    Some(Table {
+        headers: [
+            "Target",
+            "API",
+            "stall",
+            "offered req/s",
+            "before: req/s",
+            "before: p99 ms",
+            "recovered after s",
+            "failed during",
+            "failed after",
+            "peak in flight",
+            "peak threads",
+            "survived",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: results
+            .stalls
+            .iter()
+            .map(|r| {
+                vec![
+                    r.target.clone(),
+                    r.api.clone(),
+                    r.stall.to_string(),
+                    rps(r.rate),
+                    rps(r.before_rps),
+                    ms(r.before_p99_ms),
+                    r.recovered_after_s.map_or_else(
+                        || format!("not within {} s", r.seconds.len().saturating_sub(r.ends_s() as usize)),
+                        |s| s.to_string(),
+                    ),
+                    r.failed_during.to_string(),
+                    r.failed_after.to_string(),
+                    or_dash(r.peak_in_flight),
+                    or_dash(r.peak_threads),
+                    if r.survived { "yes".to_string() } else { "**no**".to_string() },
+                ]
+            })
+            .collect(),
+    })
+}
+
 /// Best RPS of each API as a fraction of `/test`, beside the seed's.
 pub fn normalized(results: &BenchResults) -> Table {
     let fraction = |v: Option<f64>| v.map_or("—".to_string(), |f| format!("{f:.3}"));

@@ -52,12 +52,12 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
             .collect();
         let title = format!("{title} over concurrent requests");
         if let Ok(svg) = lines_chart(&title, y_desc, &lines, marks) {
-            charts.push(Chart { file, title, svg });
+            charts.push(Chart { file: file.to_string(), title, svg });
         }
     }
     if let Ok(svg) = per_request_chart(results) {
         let title = "Memory per in-flight request (KiB), over the levels held at 100 %".to_string();
-        charts.push(Chart { file: "per-request.svg", title, svg });
+        charts.push(Chart { file: "per-request.svg".to_string(), title, svg });
     }
     charts
 }

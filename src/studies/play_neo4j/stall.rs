@@ -1,0 +1,376 @@
+//! A database that stalls (`bench --db-stall`): under a steady open-loop
+//! load, the link to the database slows down (`+50ms:10s`: 50 ms more each
+//! way… of the answers, for 10 s) or freezes (`freeze:5s`: no byte passes),
+//! then comes back. Per second it records what the client got (answers,
+//! failures, p50 and the corrected p99) and what the server held (its
+//! threads from /proc; blocklab's requests in flight from /metrics), and it
+//! computes the figures that answer the question: how long after the stall
+//! the service was itself again, how many requests failed during and after
+//! it, the most requests it held, and whether it survived.
+//!
+//! The load is `blocklab load -k -c 200 --rate R`, the seed's 200
+//! connections in an open loop (a request's latency counts from when it was
+//! due, so a queue that builds during the stall is seen), at half the lower
+//! of the database's ceiling and the endpoint's closed-loop rate in the
+//! matrix, the same for every target (`--db-stall-rate` sets it).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::results::TestId;
+use crate::flags::parse_duration;
+
+/// What a stall run is, in words, for the reports.
+pub const HOW: &str = "After the matrix, a fresh server per endpoint under an open-loop load (the seed's 200 \
+    connections; latency counted from when each request was due), steady first; then the link to the database \
+    stalls and comes back. Recovered: the rate within 10 % of its value before the stall and the p99 within 10 % \
+    or 2 ms of it, whichever is larger, for 3 seconds in a row; counted from the end of the stall.";
+
+/// A rate that is back: within this share of the rate before the stall.
+pub const RATE_BACK: f64 = 0.10;
+/// A p99 that is back: within this share of the p99 before the stall…
+pub const P99_BACK: f64 = 0.10;
+/// …or within this many ms, whichever is larger.
+pub const P99_BACK_MS: f64 = 2.0;
+/// Seconds in a row that must be back for the service to have recovered.
+pub const BACK_FOR: usize = 3;
+
+/// What happens to the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallKind {
+    /// Every answer is delayed by this much more (a `latency` toxic downstream).
+    Slower(#[serde(with = "humantime_serde_ms")] Duration),
+    /// No byte passes (a `timeout` toxic with no timeout); when it is removed
+    /// Toxiproxy closes the connections it held.
+    Freeze,
+}
+
+/// `--db-stall`: what happens to the link, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StallSpec {
+    /// What happens.
+    pub kind: StallKind,
+    /// For how long.
+    #[serde(with = "humantime_serde_ms")]
+    pub length: Duration,
+}
+
+impl StallSpec {
+    /// Parses `+50ms:10s` (the link 50 ms slower for 10 s) or `freeze:5s`.
+    pub fn parse(s: &str) -> Result<StallSpec, String> {
+        let usage = "expected +DELAY:LENGTH (the link DELAY slower for LENGTH, e.g. +50ms:10s) or freeze:LENGTH \
+                     (e.g. freeze:5s)";
+        let (what, length) = s.trim().split_once(':').ok_or_else(|| format!("'{s}': {usage}"))?;
+        let length = parse_duration(length).map_err(|e| format!("'{s}': the length: {e}"))?;
+        if length < Duration::from_secs(1) {
+            return Err(format!("'{s}': a stall of at least 1s (the timeline counts whole seconds)"));
+        }
+        let kind = match what.strip_prefix('+') {
+            Some(delay) => {
+                let delay = parse_duration(delay).map_err(|e| format!("'{s}': the delay: {e}"))?;
+                crate::harness::toxiproxy::check_rtt(delay).map_err(|e| format!("'{s}': {e}"))?;
+                if delay.is_zero() {
+                    return Err(format!("'{s}': a delay of 0 is no stall"));
+                }
+                StallKind::Slower(delay)
+            }
+            None if what == "freeze" => StallKind::Freeze,
+            None => return Err(format!("'{s}': {usage}")),
+        };
+        Ok(StallSpec { kind, length })
+    }
+}
+
+impl fmt::Display for StallSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let length = humantime::format_duration(self.length);
+        match self.kind {
+            StallKind::Slower(d) => {
+                write!(f, "answers {} slower for {length}", humantime::format_duration(d))
+            }
+            StallKind::Freeze => write!(f, "the link frozen for {length}"),
+        }
+    }
+}
+
+/// Durations in JSON as whole milliseconds.
+mod humantime_serde_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// One second of a stall run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StallSecond {
+    /// Seconds since the load started.
+    pub second: u64,
+    /// Answers per second in it (any status).
+    pub rps: f64,
+    /// Requests that failed in it: no answer (by any kind), or a status of 400 and above.
+    pub failed: u64,
+    /// Median latency of its answers (ms).
+    pub p50_ms: f64,
+    /// 99th percentile of its answers' latency from when each was due (ms).
+    pub p99_ms: f64,
+    /// The server's most OS threads seen in it (/proc, every 250 ms).
+    pub threads: Option<u64>,
+    /// The server's most requests in flight on this endpoint (blocklab's /metrics; null for a peer).
+    pub in_flight: Option<u64>,
+}
+
+/// One target's endpoint through one stall.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StallRecord {
+    /// The target.
+    pub target: String,
+    /// Its Test ID.
+    pub test_id: TestId,
+    /// The endpoint.
+    pub api: String,
+    /// The stall.
+    pub stall: StallSpec,
+    /// The offered load (requests per second, open loop).
+    pub rate: f64,
+    /// Where the rate came from, in words.
+    pub rate_from: String,
+    /// When the stall began, seconds after the load started.
+    pub starts_s: u64,
+    /// Every second of the run.
+    pub seconds: Vec<StallSecond>,
+    /// Answers per second before the stall (mean over its steady seconds).
+    pub before_rps: f64,
+    /// The p99 before the stall (median of its steady seconds' p99s, ms).
+    pub before_p99_ms: f64,
+    /// Seconds from the stall's end until the rate and the p99 were back for
+    /// [`BACK_FOR`] seconds in a row (null: not within the run).
+    pub recovered_after_s: Option<u64>,
+    /// Requests failed while the link stalled.
+    pub failed_during: u64,
+    /// Requests failed after it.
+    pub failed_after: u64,
+    /// The server's most requests in flight (blocklab only).
+    pub peak_in_flight: Option<u64>,
+    /// The server's most OS threads.
+    pub peak_threads: Option<u64>,
+    /// Whether the server was alive at the end.
+    pub survived: bool,
+    /// Why the figures are incomplete, or how the server ended.
+    pub note: Option<String>,
+}
+
+impl StallRecord {
+    /// The second the stall ended.
+    pub fn ends_s(&self) -> u64 {
+        self.starts_s + self.stall.length.as_secs()
+    }
+
+    /// Fills in the figures computed from the seconds: the steady state
+    /// before the stall, the time to recover and the failures.
+    pub fn compute(&mut self) {
+        let (start, end) = (self.starts_s as usize, self.ends_s() as usize);
+        // The first second is the load's own ramp: left out of the steady state.
+        let steady: Vec<&StallSecond> = self.seconds.iter().skip(1).take(start.saturating_sub(1)).collect();
+        self.before_rps = mean(steady.iter().map(|s| s.rps));
+        self.before_p99_ms = median(steady.iter().map(|s| s.p99_ms));
+        let back = |s: &StallSecond| {
+            (s.rps - self.before_rps).abs() <= RATE_BACK * self.before_rps
+                && s.p99_ms <= self.before_p99_ms + (P99_BACK * self.before_p99_ms).max(P99_BACK_MS)
+        };
+        let after: Vec<&StallSecond> = self.seconds.iter().skip(end).collect();
+        self.recovered_after_s = (self.before_rps > 0.0)
+            .then(|| after.windows(BACK_FOR).position(|w| w.iter().all(|s| back(s))))
+            .flatten()
+            .map(|i| i as u64);
+        self.failed_during = self.seconds.iter().skip(start).take(end - start).map(|s| s.failed).sum();
+        self.failed_after = after.iter().map(|s| s.failed).sum();
+        self.peak_in_flight = self.seconds.iter().filter_map(|s| s.in_flight).max();
+        self.peak_threads = self.seconds.iter().filter_map(|s| s.threads).max();
+    }
+
+    /// How it went, in one sentence, from its figures.
+    pub fn sentence(&self) -> String {
+        let recovered = match self.recovered_after_s {
+            _ if !self.survived => "did not survive".to_string(),
+            Some(0) => "was itself again as soon as the stall ended".to_string(),
+            Some(s) => format!("recovered {s} s after the stall ended"),
+            None => format!(
+                "had not recovered {} s after the stall ended",
+                self.seconds.len().saturating_sub(self.ends_s() as usize)
+            ),
+        };
+        let held = match (self.peak_in_flight, self.peak_threads) {
+            (Some(r), Some(t)) => format!("; it held up to {r} requests in flight on {t} threads"),
+            (None, Some(t)) => format!("; it ran up to {t} threads"),
+            _ => String::new(),
+        };
+        format!(
+            "{} {} ({}, at {:.0} req/s, {:.0} req/s and p99 {:.1} ms before): {recovered}; {} requests failed during \
+             the stall and {} after{held}{}.",
+            self.target,
+            self.api,
+            self.stall,
+            self.rate,
+            self.before_rps,
+            self.before_p99_ms,
+            self.failed_during,
+            self.failed_after,
+            self.note.as_deref().map_or(String::new(), |n| format!(" ({n})"))
+        )
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = values.collect();
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Steady seconds before the stall (the first is left out as the load's ramp).
+pub fn before(quick: bool) -> Duration {
+    Duration::from_secs(if quick { 4 } else { 10 })
+}
+
+/// Seconds of load after the stall: room to recover (at least 20 s, or twice the stall).
+pub fn after(spec: &StallSpec, quick: bool) -> Duration {
+    let floor = Duration::from_secs(if quick { 6 } else { 20 });
+    floor.max(spec.length * 2)
+}
+
+/// The open-loop rate for an endpoint: half the lower of the database's
+/// ceiling for it and its closed-loop rate in the matrix (the lowest of the
+/// targets', so that every target meets the same load), or `given`; with
+/// the words that say where it came from.
+pub fn rate(
+    given: Option<u32>,
+    ceiling_rps: Option<f64>,
+    closed_loop_rps: Option<f64>,
+) -> Option<(f64, String)> {
+    if let Some(r) = given {
+        return Some((f64::from(r), "--db-stall-rate".to_string()));
+    }
+    match (ceiling_rps.filter(|c| *c > 0.0), closed_loop_rps.filter(|c| *c > 0.0)) {
+        (Some(c), Some(o)) if c < o => Some((
+            c / 2.0,
+            format!(
+                "half the database's ceiling for it ({c:.0} req/s), below the endpoint's closed-loop {o:.0}"
+            ),
+        )),
+        (_, Some(o)) => {
+            Some((o / 2.0, format!("half the endpoint's closed-loop rate in the matrix ({o:.0} req/s)")))
+        }
+        (Some(c), None) => Some((c / 2.0, format!("half the database's ceiling for it ({c:.0} req/s)"))),
+        (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_parse_and_bad_ones_say_why() {
+        let slow = StallSpec::parse("+50ms:10s").unwrap();
+        assert_eq!(
+            slow,
+            StallSpec { kind: StallKind::Slower(Duration::from_millis(50)), length: Duration::from_secs(10) }
+        );
+        assert_eq!(slow.to_string(), "answers 50ms slower for 10s");
+        assert_eq!(StallSpec::parse("freeze:5s").unwrap().kind, StallKind::Freeze);
+        for (bad, says) in [
+            ("50ms:10s", "expected +DELAY:LENGTH"),
+            ("+50ms", "expected +DELAY:LENGTH"),
+            ("+1500us:10s", "whole number of milliseconds"),
+            ("+50ms:500ms", "at least 1s"),
+            ("+0ms:5s", "no stall"),
+            ("thaw:5s", "expected"),
+        ] {
+            assert!(StallSpec::parse(bad).unwrap_err().contains(says), "{bad}");
+        }
+        let json = serde_json::to_value(slow).unwrap();
+        assert_eq!(json, serde_json::json!({"kind": {"slower": 50}, "length": 10000}));
+        assert_eq!(serde_json::from_value::<StallSpec>(json).unwrap(), slow);
+    }
+
+    fn second(second: u64, rps: f64, p99_ms: f64, failed: u64) -> StallSecond {
+        StallSecond { second, rps, failed, p50_ms: p99_ms / 2.0, p99_ms, threads: Some(10), in_flight: None }
+    }
+
+    #[test]
+    fn recovery_waits_for_rate_and_p99_to_hold_for_three_seconds() {
+        // 0: ramp; 1-3 steady at 100/s, p99 10 ms; stall 4-5; a backlog drains in 6 (rate 150: not
+        // back), 7 is back, 8 is not (p99 30), then 9, 10, 11 are back: recovered 3 s after the end (6).
+        let rows = [(40.0, 50.0, 0), (100.0, 10.0, 0), (101.0, 11.0, 0), (99.0, 10.0, 0), (20.0, 900.0, 5)]
+            .into_iter()
+            .chain([(0.0, 0.0, 7), (150.0, 400.0, 0), (100.0, 11.0, 0), (98.0, 30.0, 0)])
+            .chain([(100.0, 12.0, 0), (104.0, 10.0, 1), (95.0, 9.0, 0), (100.0, 10.0, 0)]);
+        let seconds: Vec<StallSecond> =
+            rows.enumerate().map(|(i, (r, p, f))| second(i as u64, r, p, f)).collect();
+        let mut record = StallRecord {
+            target: "blocklab".to_string(),
+            test_id: TestId(3),
+            api: "/getDataAsync".to_string(),
+            stall: StallSpec::parse("+50ms:2s").unwrap(),
+            rate: 100.0,
+            rate_from: String::new(),
+            starts_s: 4,
+            seconds,
+            before_rps: 0.0,
+            before_p99_ms: 0.0,
+            recovered_after_s: None,
+            failed_during: 0,
+            failed_after: 0,
+            peak_in_flight: None,
+            peak_threads: None,
+            survived: true,
+            note: None,
+        };
+        record.compute();
+        assert_eq!((record.before_rps, record.before_p99_ms), (100.0, 10.0));
+        assert_eq!(record.recovered_after_s, Some(3));
+        assert_eq!((record.failed_during, record.failed_after), (12, 1));
+        assert_eq!(record.peak_threads, Some(10));
+        let s = record.sentence();
+        assert!(
+            s.contains(
+                "recovered 3 s after the stall ended; 12 requests failed during the stall and 1 after"
+            ),
+            "{s}"
+        );
+        // Cut the run before it is back for three seconds: not recovered.
+        record.seconds.truncate(11);
+        record.compute();
+        assert_eq!(record.recovered_after_s, None);
+        assert!(record.sentence().contains("had not recovered 5 s after"), "{}", record.sentence());
+        record.survived = false;
+        assert!(record.sentence().contains("did not survive"));
+    }
+
+    #[test]
+    fn the_rate_is_half_the_lower_of_the_ceiling_and_the_endpoints_own() {
+        assert_eq!(rate(None, Some(4000.0), Some(900.0)).unwrap().0, 450.0);
+        assert_eq!(rate(None, Some(3000.0), Some(5000.0)).unwrap().0, 1500.0);
+        assert_eq!(rate(None, None, Some(800.0)).unwrap().0, 400.0);
+        assert_eq!(
+            rate(Some(300), Some(3000.0), Some(5000.0)).unwrap(),
+            (300.0, "--db-stall-rate".to_string())
+        );
+        assert_eq!(rate(None, None, None), None);
+    }
+}
