@@ -38,6 +38,7 @@ Examples:
                                                   (after the matrix, each endpoint meets a database whose
                                                    answers are 50 ms slower for 10 s: time to recover)
   blocklab bench --db bolt://127.0.0.1:7687 --db-stall freeze:5s --db-stall-rate 300 --apis 3
+  blocklab bench --db neo4j --target blocklab,play --db-stall +50ms:10s --db-stall-apis 2,3
 
 Writes into --out: results.md, results.json, results.csv, charts/*.svg, report.html, raw/.
 BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENCH_TEST_ID).
@@ -123,6 +124,10 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "R")]
     pub db_stall_rate: Option<u32>,
 
+    /// The APIs that meet the stall, a comma list as --apis [default: every database API run].
+    #[arg(long, value_name = "LIST")]
+    pub db_stall_apis: Option<String>,
+
     /// Content nodes.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
@@ -188,9 +193,20 @@ impl BenchArgs {
                 "--db-stall stalls the link to a networked database (neo4j, bolt://, falkor://)".to_string()
             );
         }
-        if self.db_stall_rate.is_some() && self.db_stall.is_none() {
-            return Err("--db-stall-rate sets the rate of --db-stall's runs: give --db-stall too".to_string());
+        if (self.db_stall_rate.is_some() || self.db_stall_apis.is_some()) && self.db_stall.is_none() {
+            return Err("--db-stall-rate and --db-stall-apis shape --db-stall's runs: give --db-stall too"
+                .to_string());
         }
+        let db_stall_apis = match &self.db_stall_apis {
+            Some(list) => {
+                let stalled = parse_apis(list)?;
+                if let Some(e) = stalled.iter().find(|e| !apis.contains(e)) {
+                    return Err(format!("--db-stall-apis names {}, which --apis does not run", e.path()));
+                }
+                stalled
+            }
+            None => apis.clone(),
+        };
         let placement = Placement::detect();
         let db_cpus = match &self.db_cpus {
             Some(list) => {
@@ -236,6 +252,7 @@ impl BenchArgs {
             db_rtt: self.db_rtt,
             db_stall: self.db_stall,
             db_stall_rate: self.db_stall_rate,
+            db_stall_apis,
             model: self.model,
             embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
             db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {

@@ -447,6 +447,24 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
             compare(results, (BLOCKLAB, peer), id)
         ));
     }
+    // The stall, one sentence per target: how its endpoints came through.
+    for target in &targets {
+        let runs: Vec<&super::stall::StallRecord> =
+            results.stalls.iter().filter(|s| s.target == *target).collect();
+        let Some(first) = runs.first() else { continue };
+        let each: Vec<String> = runs
+            .iter()
+            .map(|s| {
+                let failed = s.failed_during + s.failed_after;
+                match s.recovered_after_s {
+                    _ if !s.survived => format!("{} did not survive", s.api),
+                    Some(after) => format!("{} recovered {after} s after it, {failed} failed", s.api),
+                    None => format!("{} had not recovered by the run's end, {failed} failed", s.api),
+                }
+            })
+            .collect();
+        out.push(format!("{target} when the database stalled ({}): {}.", first.stall, each.join("; ")));
+    }
     out
 }
 

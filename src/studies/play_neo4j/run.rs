@@ -107,6 +107,8 @@ pub struct BenchPlan {
     pub db_stall: Option<StallSpec>,
     /// `--db-stall-rate`: the open-loop rate of the stall runs (None: from the ceiling and the matrix).
     pub db_stall_rate: Option<u32>,
+    /// `--db-stall-apis`: the APIs that meet the stall (those of `apis` without a read are skipped).
+    pub db_stall_apis: Vec<Endpoint>,
     /// blocklab's server stack (`serve --model`: reactive or lean).
     pub model: Model,
     /// How the embedded database is read (`None`: a networked database, read by Cypher).
@@ -885,7 +887,7 @@ fn run_stalls(
     let (Some(spec), Some(link)) = (plan.db_stall, database.link.as_ref()) else { return Vec::new() };
     let mut stalls = Vec::new();
     for target in &plan.targets {
-        for api in plan.apis.iter().filter(|a| super::results::reads_per_request(**a) > 0.0) {
+        for api in plan.db_stall_apis.iter().filter(|a| super::results::reads_per_request(**a) > 0.0) {
             if interrupt.load(Relaxed) {
                 return stalls;
             }
