@@ -328,18 +328,21 @@ fn ceiling_sentence(results: &BenchResults, before: &super::ceiling::Ceiling) ->
         ),
         _ => "; not measured again after the matrix".to_string(),
     };
-    let bound = match before.bound.as_deref() {
-        Some("database") => " It was set by the database: Neo4j's CPUs were busy.".to_string(),
+    // What set the measurement the shares are taken against (the higher).
+    let used = c.ceiling_used().unwrap_or(before);
+    let which = if c.ceiling_after.is_some() { "The higher of the two" } else { "It" };
+    let bound = match used.bound.as_deref() {
+        Some("database") => format!(" {which} was set by the database: Neo4j's CPUs were busy."),
         Some("client") => format!(
-            " It was set by its client, not by Neo4j: the Java driver spent {} µs of CPU per read on the \
+            " {which} was set by its client, not by Neo4j: the Java driver spent {} µs of CPU per read on the \
              servers' cores, so it is a lower bound of Neo4j's own.",
-            before.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
+            used.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
         ),
-        Some("neither") => {
-            " Neither Neo4j's CPUs nor the client's were saturated: the reads in flight and their \
-             latency set it."
-                .to_string()
-        }
+        Some("neither") => format!(
+            " For {}, neither Neo4j's CPUs nor the client's were saturated: the reads in flight and their \
+             latency set it.",
+            which.to_lowercase()
+        ),
         _ => String::new(),
     };
     let drifted = if above.is_empty() {
@@ -347,9 +350,13 @@ fn ceiling_sentence(results: &BenchResults, before: &super::ceiling::Ceiling) ->
     } else {
         format!(
             " Above the ceiling, so not shares: {}. A server cannot read faster than the database answers a bare \
-             driver; the database answered faster while these ran than when its ceiling was measured (it drifted: \
-             still warming, or the ceiling's client was the limit), so the ceiling is a lower bound here.",
-            above.join(", ")
+             driver; {}, so the ceiling is a lower bound here.",
+            above.join(", "),
+            if used.bound.as_deref() == Some("client") {
+                "here the ceiling's Java client ran out of CPU before Neo4j did, and the server spends less per read"
+            } else {
+                "the database answered faster while these ran than when its ceiling was measured (it drifted)"
+            }
         )
     };
     format!(

@@ -332,6 +332,15 @@ impl Conditions {
             .reduce(f64::max)
     }
 
+    /// The measurement [`Conditions::ceiling_reads_per_s`] takes: the higher.
+    pub fn ceiling_used(&self) -> Option<&super::ceiling::Ceiling> {
+        [&self.ceiling, &self.ceiling_after]
+            .into_iter()
+            .flatten()
+            .filter(|c| c.reads_per_s > 0.0)
+            .max_by(|a, b| a.reads_per_s.total_cmp(&b.reads_per_s))
+    }
+
     /// The ceiling's change from before the matrix to after, as a fraction
     /// of the first (`+0.20`: 20 % more reads/s after).
     pub fn ceiling_drift(&self) -> Option<f64> {

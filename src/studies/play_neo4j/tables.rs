@@ -193,10 +193,12 @@ pub fn side_by_side(results: &BenchResults) -> Table {
                 row.push(us(b.and_then(|r| r.db_cpu_per_request_us)));
             }
             if let Some(ceiling) = ceiling {
+                let client_bound =
+                    results.conditions.ceiling_used().and_then(|c| c.bound.as_deref()) == Some("client");
                 let reads = super::results::reads_of_test(id);
                 for b in &best {
                     row.push(match b {
-                        Some(r) if reads > 0.0 => share_cell(r.rps * reads / ceiling),
+                        Some(r) if reads > 0.0 => share_cell(r.rps * reads / ceiling, client_bound),
                         _ => "—".to_string(),
                     });
                 }
@@ -210,9 +212,14 @@ pub fn side_by_side(results: &BenchResults) -> Table {
 /// A share of the database's ceiling as a table cell: the figure when it
 /// can be one, and when it is above [`SHARE_LIMIT`] (a server reading faster
 /// than the database answers a bare driver), the reason in the cell itself.
-pub fn share_cell(share: f64) -> String {
+pub fn share_cell(share: f64, client_bound: bool) -> String {
     if share <= SHARE_LIMIT {
         format!("{share:.2}")
+    } else if client_bound {
+        format!(
+            "{share:.2}: above the ceiling, so not a share (the ceiling's own client set it, not Neo4j: a lower \
+             bound; see the reading)"
+        )
     } else {
         format!("{share:.2}: above the ceiling, so not a share (the database drifted: see the reading)")
     }
