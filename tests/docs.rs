@@ -1,8 +1,8 @@
 //! The words users read are checked against the code they describe: no
 //! tracked file carries a merge's conflict markers, every `blocklab …`
 //! example (in README.md and in every `--help`) parses with the real
-//! argument parser, every subcommand's `--help` renders, and README.md stays
-//! a guide (at most 400 lines).
+//! argument parser, every subcommand's `--help` renders, README.md stays
+//! a guide (at most 400 lines), and its table of peers is the manifests'.
 
 use std::path::Path;
 use std::process::Command;
@@ -191,4 +191,36 @@ fn the_readme_is_a_guide_of_at_most_400_lines() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     let lines = readme.lines().count();
     assert!(lines <= 400, "README.md has {lines} lines: history belongs in BENCHMARKS.md");
+}
+
+/// The README's table of peers is the manifests': every peer under its kind
+/// and runtime, none that is not there.
+#[test]
+fn the_readmes_peer_table_is_the_manifests() {
+    use blocklab::harness::peers::Peers;
+    let peers = Peers::of_this_checkout().unwrap();
+    let mut rows = Vec::new();
+    for kind in ["server", "database", "client", "link"] {
+        for runtime in ["jvm", "go", "python", "node", "native"] {
+            let mut names: Vec<&str> = peers
+                .list
+                .iter()
+                .filter(|p| json_name(&p.kind) == kind && json_name(&p.runtime) == runtime)
+                .map(|p| p.name.as_str())
+                .collect();
+            names.sort();
+            if !names.is_empty() {
+                let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                rows.push(format!("| {kind} | {runtime} | {} |", names.join(", ")));
+            }
+        }
+    }
+    let table = format!("| kind | runtime | peers |\n|---|---|---|\n{}\n", rows.join("\n"));
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains(&table), "README.md's peer table should read:\n{table}");
+}
+
+/// A manifest value's name as `peer.toml` spells it (`server`, `jvm`).
+fn json_name(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value).unwrap().as_str().unwrap().to_string()
 }
