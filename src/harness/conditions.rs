@@ -39,10 +39,46 @@ pub fn machine() -> Machine {
     }
 }
 
-/// blocklab's, the compiler's and the key crates' versions, recorded at build time.
+/// The command that made a report, as a user would type it again:
+/// `blocklab bench --db neo4j --quick` (an argument with a space or a
+/// shell character is quoted).
+pub fn command() -> String {
+    let quote = |a: String| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c)) {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    };
+    std::iter::once("blocklab".to_string())
+        .chain(std::env::args().skip(1).map(quote))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The commit of the checkout this binary was built from (git's short
+/// hash, and `with uncommitted changes` when tracked files differ from
+/// it), or None when git cannot say (no git, not a checkout).
+pub fn commit() -> Option<String> {
+    let root = std::env::var_os("BLOCKLAB_ROOT")
+        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from);
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(&root).args(args).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let head = git(&["rev-parse", "--short", "HEAD"]).filter(|h| !h.is_empty())?;
+    let changed = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if changed { format!("{head} with uncommitted changes") } else { head })
+}
+
+/// blocklab's (with its commit, when git can say), the compiler's and the
+/// key crates' versions, recorded at build time.
 pub fn versions() -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     v.insert("blocklab".to_string(), env!("CARGO_PKG_VERSION").to_string());
+    if let Some(commit) = commit() {
+        v.insert("commit".to_string(), commit);
+    }
     v.insert("rustc".to_string(), env!("BLOCKLAB_RUSTC_VERSION").to_string());
     for pair in env!("BLOCKLAB_CRATE_VERSIONS").split(';').filter(|p| !p.is_empty()) {
         if let Some((name, version)) = pair.split_once('=') {
@@ -50,4 +86,18 @@ pub fn versions() -> BTreeMap<String, String> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_starts_with_blocklab_and_the_commit_is_this_checkouts() {
+        assert!(command().starts_with("blocklab"));
+        // The tests run in a git checkout (scripts/test, CI's clean clone).
+        let commit = commit().expect("a git checkout");
+        assert!(commit.chars().take_while(|c| !c.is_whitespace()).all(|c| c.is_ascii_hexdigit()), "{commit}");
+        assert_eq!(versions().get("commit"), Some(&commit));
+    }
 }

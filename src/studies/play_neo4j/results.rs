@@ -270,6 +270,9 @@ pub struct Parameters {
 pub struct Conditions {
     /// The machine.
     pub machine: Machine,
+    /// The command that made this run (`blocklab bench …`, or `blocklab studies` for the main job).
+    #[serde(default)]
+    pub command: String,
     /// Where server and load ran.
     pub placement: Placement,
     /// Every parameter.

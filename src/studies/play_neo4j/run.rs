@@ -317,6 +317,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     let networked = plan.db != BenchDb::Url(DbUrl::Embedded);
     let conditions = Conditions {
         machine: conditions::machine(),
+        command: conditions::command(),
         placement: plan.placement.clone(),
         parameters: Parameters {
             apis: plan

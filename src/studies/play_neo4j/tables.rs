@@ -440,6 +440,7 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
                 m.kernel
             ),
         ),
+        ("command".to_string(), c.command.clone()),
         ("placement".to_string(), placement(results)),
         ("database".to_string(), c.database.clone()),
     ];

@@ -83,6 +83,7 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
             ),
         ),
         ("versions", results.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")),
+        ("command", results.command.clone()),
         ("started", results.started.clone()),
         ("wall time", format!("{:.0} s", results.wall_s)),
     ];

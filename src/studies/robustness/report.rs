@@ -77,6 +77,17 @@ pub fn markdown(results: &SweepResults) -> String {
         results.allocator
     );
     let _ = writeln!(md, "Client: **{}**, {}.\n", results.client.name(), results.client_detail);
+    let m = &results.machine;
+    let _ = writeln!(
+        md,
+        "Made by `{}` on {}, {} CPUs online, {} GiB, Linux {}; {}.\n",
+        results.command,
+        m.cpu_model,
+        m.cpus_online,
+        m.memory_gib,
+        m.kernel,
+        results.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    );
     for w in &results.warnings {
         let _ = writeln!(md, "**Warning:** {w}\n");
     }

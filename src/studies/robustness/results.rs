@@ -208,6 +208,8 @@ pub struct SweepResults {
     pub descriptor_limit: Option<u64>,
     /// The machine.
     pub machine: crate::harness::conditions::Machine,
+    /// The command that made this run (`blocklab sweep …`, or `blocklab studies` for the main job).
+    pub command: String,
     /// blocklab's, rustc's and the key crates' versions, and Java's when a JVM peer ran.
     pub versions: std::collections::BTreeMap<String, String>,
     /// Per target.

@@ -73,6 +73,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         warnings,
         descriptor_limit,
         machine: crate::harness::conditions::machine(),
+        command: crate::harness::conditions::command(),
         versions: crate::harness::conditions::versions(),
         targets: Vec::new(),
     };
