@@ -35,7 +35,6 @@ use super::study::{Study, StudyRun};
 use crate::command::{watch_for_interrupt, writable_dir};
 use crate::failure::Failure;
 use results::BenchResults;
-use stall::StallSpec;
 
 /// The study as the main job (`blocklab studies`) lists it.
 pub const STUDY: Study = Study {
@@ -65,14 +64,6 @@ pub const STUDY: Study = Study {
             Ok(()) => {
                 args.db = BenchDb::Managed;
                 args.target = format!("{},{SEED_APP}", results::BLOCKLAB);
-                if !quick {
-                    // Where blocking hurts: the database stalls under a steady load.
-                    match StallSpec::parse(MAIN_JOB_STALL) {
-                        Ok(stall) => args.db_stall = Some(stall),
-                        Err(e) => return StudyRun::failed(Failure::Usage(e)),
-                    }
-                    args.db_stall_apis = Some(MAIN_JOB_STALL_APIS.to_string());
-                }
             }
             Err(why) => {
                 let line = format!(
@@ -95,13 +86,6 @@ pub const STUDY: Study = Study {
         StudyRun { outcome: results.map(|_| ()), answer, chart, ran, skipped, versions }
     },
 };
-
-/// The stall the main job's study 1 puts on the link to Neo4j (not `--quick`):
-/// answers 50 ms slower for 10 s, as the study-1 goals set it.
-pub const MAIN_JOB_STALL: &str = "+50ms:10s";
-/// The APIs that meet it in the main job: the blocking read, the
-/// non-blocking one, and the actor piping a non-blocking read.
-pub const MAIN_JOB_STALL_APIS: &str = "2,3,7";
 
 /// Requests per run when the main job runs study 1 (not `--quick`).
 pub const MAIN_JOB_REQUESTS: u64 = 30_000;
