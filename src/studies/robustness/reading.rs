@@ -45,9 +45,14 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
             out.push(sentence);
         }
         for r in &t.recoveries {
+            let later = if results.levels.iter().any(|l| *l > r.level) {
+                "so its later levels ran"
+            } else {
+                "at the sweep's last level"
+            };
             out.push(format!(
                 "{} stopped answering /test within 2 s after {} concurrent requests ({}) and recovered: it \
-                 answered again {:.1} s after the level, so its later levels ran.",
+                 answered again {:.1} s after the level, {later}.",
                 t.name,
                 r.level,
                 first_line(&r.detail),
@@ -127,32 +132,51 @@ pub fn answer(results: &SweepResults) -> Vec<String> {
         .iter()
         .find_map(|t| t.cap_bytes)
         .map_or("uncapped".to_string(), |b| format!("under a {} MiB cap", b >> 20));
-    let best = results.targets.iter().filter(|t| t.highest_full_success.is_some()).max_by_key(|t| {
+    // The targets that held the highest level at 100 % (and, among those,
+    // died latest): every one of them when several tie.
+    let key = |t: &TargetResult| {
         (t.highest_full_success, std::cmp::Reverse(t.died.as_ref().map_or(usize::MAX, |d| d.level)))
-    });
-    if let Some(best) = best {
-        let level = best.highest_full_success.unwrap_or(0);
-        let max_s = best
-            .steps
+    };
+    let top = results.targets.iter().filter(|t| t.highest_full_success.is_some()).map(key).max();
+    let best: Vec<&TargetResult> =
+        results.targets.iter().filter(|t| top.is_some() && Some(key(t)) == top).collect();
+    if let Some(first) = best.first() {
+        let level = first.highest_full_success.unwrap_or(0);
+        let slowest: Vec<String> = best
             .iter()
-            .find(|s| s.level == level)
-            .and_then(|s| s.max_ms)
-            .map_or(String::new(), |m| format!(", the slowest answer {:.2} s", m / 1e3));
+            .filter_map(|t| t.steps.iter().find(|s| s.level == level).and_then(|s| s.max_ms))
+            .map(|m| format!("{:.2} s", m / 1e3))
+            .collect();
+        let names: Vec<&str> = best.iter().map(|t| t.name.as_str()).collect();
+        let (who, slowest) = match names.as_slice() {
+            [one] => (
+                one.to_string(),
+                slowest.first().map_or(String::new(), |m| format!(", the slowest answer {m}")),
+            ),
+            _ => (
+                format!("{} and {}", names[..names.len() - 1].join(", "), names[names.len() - 1]),
+                if slowest.len() == names.len() {
+                    format!(" (the slowest answers {}, in that order)", slowest.join(", "))
+                } else {
+                    String::new()
+                },
+            ),
+        };
+        let ended = match (&first.died, best.len()) {
+            (None, 1) => " and it never died".to_string(),
+            (None, _) => " and none of them died".to_string(),
+            (Some(d), 1) => format!(", then was {} at {}", d.how.words(), d.level),
+            (Some(d), _) => format!(", then each went down at {}", d.level),
+        };
         out.push(format!(
-            "{} held the most: {level} concurrent {:.0} s requests at 100 % {cap}{max_s}{}.",
-            best.name,
+            "{who} held the most: {level} concurrent {:.0} s requests at 100 % {cap}{slowest}{ended}.",
             results.delay_ms as f64 / 1e3,
-            best.died.as_ref().map_or(" and it never died".to_string(), |d| format!(
-                ", then was {} at {}",
-                d.how.words(),
-                d.level
-            ))
         ));
     }
     let others: Vec<String> = results
         .targets
         .iter()
-        .filter(|t| best.is_none_or(|b| b.name != t.name))
+        .filter(|t| best.iter().all(|b| b.name != t.name))
         .map(|t| format!("{} {}", t.name, verdict(t)))
         .collect();
     if !others.is_empty() {
