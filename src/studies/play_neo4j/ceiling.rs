@@ -213,7 +213,7 @@ pub fn measure(
 pub fn describe(c: &Ceiling) -> String {
     format!(
         "Neo4j's ceiling: {:.0} reads/s (p50 {:.1} ms, p99 {:.1} ms, {} errors, {} wrong answers; Neo4j {} µs CPU \
-         per read, the client {} µs; set by the {}; {} on {}, {:.0} s after {:.0} s of warm-up)",
+         per read, the client {} µs; {}; {} on {}, {:.0} s after {:.0} s of warm-up)",
         c.reads_per_s,
         c.p50_ms,
         c.p99_ms,
@@ -221,7 +221,12 @@ pub fn describe(c: &Ceiling) -> String {
         c.wrong_answers,
         c.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
         c.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}")),
-        c.bound.as_deref().unwrap_or("unknown"),
+        match c.bound.as_deref() {
+            Some("database") => "set by the database",
+            Some("client") => "set by its client",
+            Some("neither") => "neither CPU saturated: set by the reads in flight and their latency",
+            _ => "what set it is unknown",
+        },
         c.client,
         c.cpus,
         c.seconds,

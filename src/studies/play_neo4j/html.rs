@@ -71,9 +71,13 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     let mut body = String::new();
     body += "<h1>blocklab bench — the seed study, reproduced</h1>";
     body += &format!(
-        "<p class=\"sub\">Play 2.7 + Neo4j + Akka (the seed) translated to Rust: {} APIs × {} run{}, {} requests each at \
-         {} concurrent keep-alive connections, a fresh server per API. {}</p>",
-        results.tests.len(),
+        "<p class=\"sub\">Play 2.7 + Neo4j + Akka (the seed) translated to Rust: {} APIs × {} × {} run{}, {} requests \
+         each at {} concurrent keep-alive connections, a fresh server per API. {}</p>",
+        p.apis.len(),
+        match results.target_names().len() {
+            1 => "1 server".to_string(),
+            n => format!("{n} servers"),
+        },
         p.runs,
         if p.runs == 1 { "" } else { "s" },
         p.requests,

@@ -937,12 +937,22 @@ fn stall_once(
     let mut server = start_server(plan, target, database, test_id)?;
     let (before, after) = (super::stall::before(plan.quick), super::stall::after(&spec, plan.quick));
     let total = before + spec.length + after;
+    let addr = server.addr();
+    let url = format!("http://{addr}{}", api.path());
+    // Warm first (closed loop, the matrix's connections): the steady state is a warm server's.
+    let warm = super::stall::warm(plan.quick);
+    let warm_json = plan.out.join(format!("raw/stall-{}-test{test_id}-warm.json", target.name()));
+    let warm_stop = ["-z".to_string(), format!("{}ms", warm.as_millis())];
+    let mut warming = load_command(plan, &url, &warm_json, plan.connections, &warm_stop);
+    warming.stdout(Stdio::null()).stderr(Stdio::null());
+    if let Err(e) = warming.status() {
+        server.stop(Duration::from_secs(15));
+        return Err(format!("cannot start the load generator: {e}"));
+    }
     let json = plan.out.join(format!("raw/stall-{}-test{test_id}.json", target.name()));
     let stop =
         ["-z".to_string(), format!("{}ms", total.as_millis()), "--rate".to_string(), format!("{rate:.0}")];
-    let addr = server.addr();
-    let mut load =
-        load_command(plan, &format!("http://{addr}{}", api.path()), &json, plan.connections, &stop);
+    let mut load = load_command(plan, &url, &json, plan.connections, &stop);
     load.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = load.spawn().map_err(|e| format!("cannot start the load generator: {e}"))?;
     let started = Instant::now();
@@ -1035,6 +1045,7 @@ fn stall_once(
         stall: spec,
         rate,
         rate_from,
+        warm_s: warm.as_secs_f64(),
         starts_s: before.as_secs(),
         seconds,
         before_rps: 0.0,

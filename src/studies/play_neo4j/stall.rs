@@ -23,8 +23,9 @@ use super::results::TestId;
 use crate::flags::parse_duration;
 
 /// What a stall run is, in words, for the reports.
-pub const HOW: &str = "After the matrix, a fresh server per endpoint under an open-loop load (the seed's 200 \
-    connections; latency counted from when each request was due), steady first; then the link to the database \
+pub const HOW: &str = "After the matrix, a fresh server per endpoint, warmed by a closed-loop load first (a JVM's \
+    JIT), then under an open-loop load (the seed's 200 connections; latency counted from when each request was \
+    due), steady first; then the link to the database \
     stalls and comes back. Recovered: the rate within 10 % of its value before the stall and the p99 within 10 % \
     or 2 ms of it, whichever is larger, for 3 seconds in a row; counted from the end of the stall.";
 
@@ -145,6 +146,9 @@ pub struct StallRecord {
     pub rate: f64,
     /// Where the rate came from, in words.
     pub rate_from: String,
+    /// Seconds of closed-loop load the fresh server got before the open loop.
+    #[serde(default)]
+    pub warm_s: f64,
     /// When the stall began, seconds after the load started.
     pub starts_s: u64,
     /// Every second of the run.
@@ -242,6 +246,13 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// The closed-loop load a fresh server gets before the open loop starts:
+/// without it a JVM's first seconds (its JIT) would be the "steady state"
+/// the recovery is measured against.
+pub fn warm(quick: bool) -> Duration {
+    Duration::from_secs(if quick { 2 } else { 15 })
+}
+
 /// Steady seconds before the stall (the first is left out as the load's ramp).
 pub fn before(quick: bool) -> Duration {
     Duration::from_secs(if quick { 4 } else { 10 })
@@ -329,6 +340,7 @@ mod tests {
             stall: StallSpec::parse("+50ms:2s").unwrap(),
             rate: 100.0,
             rate_from: String::new(),
+            warm_s: 0.0,
             starts_s: 4,
             seconds,
             before_rps: 0.0,
