@@ -39,12 +39,22 @@ pub struct LinkRecord {
     pub direct_read_ms: f64,
     /// The median time of one read through the link (ms).
     pub linked_read_ms: f64,
+    /// The fastest read through the link (ms): the lower bound of a read's
+    /// time that Little's law is applied with (0: not recorded).
+    #[serde(default)]
+    pub linked_read_min_ms: f64,
 }
 
 impl LinkRecord {
     /// The round trip the link really added to a read (ms): the difference of the medians.
     pub fn measured_rtt_ms(&self) -> f64 {
         self.linked_read_ms - self.direct_read_ms
+    }
+
+    /// The least time a read through the link takes (ms): the fastest probe
+    /// read (a read under load takes longer, never shorter).
+    pub fn least_read_ms(&self) -> f64 {
+        if self.linked_read_min_ms > 0.0 { self.linked_read_min_ms } else { self.linked_read_ms }
     }
 
     /// One line for a report's conditions.
@@ -93,9 +103,10 @@ impl Link {
         let proxy = toxiproxy.proxy("database", &upstream_of(&db.full_url())?)?;
         proxy.set_rtt(rtt)?;
         let url: DbUrl = proxy.url_for(&db.full_url())?.parse()?;
-        let direct = median_read(db, nodes, settings).map_err(|e| format!("probing {db} directly: {e}"))?;
-        let linked =
-            median_read(&url, nodes, settings).map_err(|e| format!("probing {db} through the link: {e}"))?;
+        let (direct, _) =
+            timed_reads(db, nodes, settings).map_err(|e| format!("probing {db} directly: {e}"))?;
+        let (linked, fastest) =
+            timed_reads(&url, nodes, settings).map_err(|e| format!("probing {db} through the link: {e}"))?;
         let record = LinkRecord {
             proxy: toxiproxy.describe(),
             version: toxiproxy.version().to_string(),
@@ -103,6 +114,7 @@ impl Link {
             probe_reads: PROBE_READS,
             direct_read_ms: direct.as_secs_f64() * 1000.0,
             linked_read_ms: linked.as_secs_f64() * 1000.0,
+            linked_read_min_ms: fastest.as_secs_f64() * 1000.0,
         };
         Ok(Link { toxiproxy, proxy, url, record })
     }
@@ -134,10 +146,10 @@ impl Drop for Link {
     }
 }
 
-/// The median time of one read of `db`, sequential reads through one
-/// connection of its non-blocking client (the first [`PROBE_UNTIMED`] not
-/// timed).
-fn median_read(db: &DbUrl, nodes: u64, settings: DbSettings) -> Result<Duration, String> {
+/// The median and the fastest time of one read of `db`, sequential reads
+/// through one connection of its non-blocking client (the first
+/// [`PROBE_UNTIMED`] not timed).
+fn timed_reads(db: &DbUrl, nodes: u64, settings: DbSettings) -> Result<(Duration, Duration), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -160,7 +172,7 @@ fn median_read(db: &DbUrl, nodes: u64, settings: DbSettings) -> Result<Duration,
             }
         }
         times.sort();
-        Ok(times[times.len() / 2])
+        Ok((times[times.len() / 2], times[0]))
     })
 }
 
@@ -177,8 +189,10 @@ mod tests {
             probe_reads: PROBE_READS,
             direct_read_ms: 0.4,
             linked_read_ms: 1.55,
+            linked_read_min_ms: 1.3,
         };
         assert!((record.measured_rtt_ms() - 1.15).abs() < 1e-9);
+        assert_eq!(record.least_read_ms(), 1.3);
         assert_eq!(
             record.describe(),
             "Toxiproxy 2.5.0 (pid 1, CPU 1); RTT asked 1 ms (half each way), measured 1.15 ms: one read \

@@ -91,6 +91,11 @@ pub fn in_flight_sentence(who: &str, reads_per_s: f64, read_ms: f64, limit: Opti
         format!("{who}: {} reads/s × {read_ms:.2} ms ≥ {in_flight:.1} reads in flight", rps(reads_per_s));
     match limit {
         None => format!("{head}."),
+        Some(l) if in_flight > 1.05 * l.reads => format!(
+            "{head}, more than its limit of {} ({}) can hold: its reads took less than {read_ms:.2} ms under load, \
+             so the probe's time is not a bound here and no limit is named.",
+            l.reads, l.what
+        ),
         Some(l) if in_flight >= AT_LIMIT * l.reads => format!(
             "{head}, against at most {} ({}): the limit set this rate (it allows {} reads/s at {read_ms:.2} ms a read).",
             l.reads,
@@ -111,16 +116,17 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
         out.push(format!("Pools: {line}."));
     }
     let Some(link) = &results.conditions.link else { return out };
-    let read_ms = link.linked_read_ms;
+    let read_ms = link.least_read_ms();
     if read_ms <= 0.0 {
         return out;
     }
     out.push(format!(
-        "Across the link (RTT {} ms asked, {:.2} ms measured), one read alone takes {read_ms:.2} ms, so by Little's \
-         law (reads in flight = rate × time per read) each rate below needs at least that many reads in flight; \
-         a read under load takes longer, never shorter.",
+        "Across the link (RTT {} ms asked, {:.2} ms measured), one read alone takes {:.2} ms (median) and never \
+         less than {read_ms:.2} ms, so by Little's law (reads in flight = rate × time per read) each rate below \
+         needs at least rate × {read_ms:.2} ms reads in flight; a read under load takes longer, never shorter.",
         link.rtt_ms,
-        link.measured_rtt_ms()
+        link.measured_rtt_ms(),
+        link.linked_read_ms
     ));
     let p = &results.conditions.parameters;
     for test in results.tests.iter().filter(|t| !t.runs.is_empty()) {
@@ -157,6 +163,17 @@ mod tests {
         let s = in_flight_sentence("blocklab /getDataAsync", 1000.0, 1.4, Some(&four));
         assert!(s.contains("≥ 1.4 reads in flight") && s.contains("did not set this rate"), "{s}");
         assert!(in_flight_sentence("x", 100.0, 1.0, None).ends_with("≥ 0.1 reads in flight."));
+        // More in flight than the limit can hold: the time per read was not a bound, so no limit is named.
+        let s = in_flight_sentence(
+            "blocklab /getData",
+            523.0,
+            2.21,
+            Some(&Limit { reads: 1.0, what: "1 worker".into() }),
+        );
+        assert!(
+            s.contains("more than its limit of 1 (1 worker) can hold") && !s.contains("set this rate"),
+            "{s}"
+        );
     }
 
     #[test]
