@@ -1022,22 +1022,7 @@ fn stall_once(
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .ok_or_else(|| format!("the load generator wrote no result ({status:?})"))?;
-    let seconds = report
-        .timeline
-        .iter()
-        .map(|s| {
-            let (threads, in_flight) = held.get(&s.second).copied().unwrap_or_default();
-            StallSecond {
-                second: s.second,
-                rps: if s.length_s > 0.0 { s.requests as f64 / s.length_s } else { 0.0 },
-                failed: s.status_4xx_5xx + s.errors.values().sum::<u64>(),
-                p50_ms: s.p50_ms,
-                p99_ms: s.corrected_p99_ms.unwrap_or(s.p99_ms),
-                threads,
-                in_flight,
-            }
-        })
-        .collect();
+    let seconds = stall_seconds(&report.timeline, &held);
     let mut record = StallRecord {
         target: target.name().to_string(),
         test_id,
@@ -1062,6 +1047,45 @@ fn stall_once(
     Ok(record)
 }
 
+/// The stall's seconds from the load's timeline and what the server held in
+/// each (threads, requests in flight). One row a second; the run's last,
+/// cut-short second (the load stops on time) is folded into the one before,
+/// so that its answers and failures count without a rate computed over a
+/// sliver of a second.
+fn stall_seconds(
+    timeline: &[crate::load::outcome::Second],
+    held: &std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>,
+) -> Vec<StallSecond> {
+    let mut seconds: Vec<StallSecond> = Vec::with_capacity(timeline.len());
+    let mut lengths: Vec<f64> = Vec::with_capacity(timeline.len());
+    for s in timeline {
+        let failed = s.status_4xx_5xx + s.errors.values().sum::<u64>();
+        let p99_ms = s.corrected_p99_ms.unwrap_or(s.p99_ms);
+        let (threads, in_flight) = held.get(&s.second).copied().unwrap_or_default();
+        if let (true, Some(last), Some(length)) = (s.length_s < 0.5, seconds.last_mut(), lengths.last_mut()) {
+            let answers = last.rps * *length + s.requests as f64;
+            *length += s.length_s;
+            last.rps = answers / *length;
+            last.failed += failed;
+            last.p99_ms = last.p99_ms.max(p99_ms);
+            last.threads = last.threads.max(threads);
+            last.in_flight = last.in_flight.max(in_flight);
+            continue;
+        }
+        lengths.push(s.length_s);
+        seconds.push(StallSecond {
+            second: s.second,
+            rps: if s.length_s > 0.0 { s.requests as f64 / s.length_s } else { 0.0 },
+            failed,
+            p50_ms: s.p50_ms,
+            p99_ms,
+            threads,
+            in_flight,
+        });
+    }
+    seconds
+}
+
 /// The name of the stall's toxic on the link.
 const STALL_TOXIC: &str = "stall";
 
@@ -1079,5 +1103,25 @@ mod tests {
         assert!(parse_apis("getNothing").unwrap_err().contains("unknown API 'getNothing'"));
         assert!(parse_apis("6").is_err(), "the seed has no Test ID 6");
         assert!(parse_apis(",").is_err());
+    }
+    #[test]
+    fn a_cut_short_last_second_is_folded_into_the_one_before_and_nothing_is_lost() {
+        let second = |second, length_s, requests, failed: u64| crate::load::outcome::Second {
+            second,
+            length_s,
+            requests,
+            status_4xx_5xx: failed,
+            errors: Default::default(),
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            corrected_p99_ms: Some(3.0),
+            connections: 200,
+        };
+        let timeline = [second(0, 1.0, 500, 0), second(1, 1.0, 480, 2), second(2, 0.04, 20, 1)];
+        let held = [(1, (Some(9), Some(3))), (2, (Some(10), None))].into_iter().collect();
+        let rows = stall_seconds(&timeline, &held);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[1].rps, rows[1].failed, rows[1].threads), (500.0 / 1.04, 3, Some(10)));
+        assert_eq!((rows[0].rps, rows[0].p99_ms, rows[1].in_flight), (500.0, 3.0, Some(3)));
     }
 }
