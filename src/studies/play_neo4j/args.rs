@@ -31,12 +31,12 @@ Examples:
   blocklab bench --db neo4j --db-cpus 1 --db-warm 2m --apis 1,3
   blocklab bench --db bolt://127.0.0.1:7687       (a Neo4j you run, seeded with `blocklab seed`)
   blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --apis 2,3,7
-                                                  (Neo4j one network hop away: Toxiproxy between every
-                                                   server, the ceiling client and the database)
+                                                  (Neo4j a network hop away: Toxiproxy between
+                                                   it and every server and the ceiling client)
   blocklab bench --db neo4j --db-rtt 1ms --db-async-connections 64 --apis 3
   blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --db-stall +50ms:10s --apis 2,3,7
-                                                  (after the matrix, each endpoint meets a database whose
-                                                   answers are 50 ms slower for 10 s: time to recover)
+                                                  (then each endpoint meets a 10 s stall of +50 ms
+                                                   on every answer: time to recover)
   blocklab bench --db bolt://127.0.0.1:7687 --db-stall freeze:5s --db-stall-rate 300 --apis 3
   blocklab bench --db neo4j --target blocklab,play --db-stall +50ms:10s --db-stall-apis 2,3
 
@@ -119,8 +119,9 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::builder::ValueParser::new(StallSpec::parse), value_name = "SPEC")]
     pub db_stall: Option<StallSpec>,
 
-    /// The open-loop rate of the stall runs, requests per second [default: half the lower of
-    /// the database's ceiling for the endpoint and the endpoint's own rate in the matrix].
+    /// The open-loop rate of the stall runs, requests per second, the same for every target
+    /// [default: half the lower of the database's ceiling for the endpoint and the lowest
+    /// rate the targets reached on it in the matrix].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "R")]
     pub db_stall_rate: Option<u32>,
 
