@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::results::TestId;
+use super::test_id::TestId;
 use crate::flags::parse_duration;
 
 /// What a stall run is, in words, for the reports.
