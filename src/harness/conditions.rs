@@ -51,9 +51,22 @@ pub fn command() -> String {
         }
     };
     std::iter::once("blocklab".to_string())
-        .chain(std::env::args().skip(1).map(quote))
+        .chain(std::env::args().skip(1).map(|a| quote(without_credentials(&a))))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `arg` with the credentials of any URL in it replaced by `***`
+/// (`--db=bolt://neo4j:secret@h:7687` → `--db=bolt://***@h:7687`): a
+/// report names the command, never a password.
+fn without_credentials(arg: &str) -> String {
+    let Some(scheme_end) = arg.find("://") else { return arg.to_string() };
+    let rest = &arg[scheme_end + 3..];
+    let host_start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..host_start].rfind('@') {
+        Some(at) => format!("{}://***{}", &arg[..scheme_end], &rest[at..]),
+        None => arg.to_string(),
+    }
 }
 
 /// The commit of the checkout this binary was built from (git's short
@@ -91,6 +104,15 @@ pub fn versions() -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_never_carries_a_urls_credentials() {
+        assert_eq!(without_credentials("falkor://u:p%40ss@db:6379/g"), "falkor://***@db:6379/g");
+        assert_eq!(without_credentials("--db=bolt://neo4j:s3cret@h:7687"), "--db=bolt://***@h:7687");
+        assert_eq!(without_credentials("bolt://h:7687"), "bolt://h:7687");
+        assert_eq!(without_credentials("http://h/a@b"), "http://h/a@b");
+        assert_eq!(without_credentials("--quick"), "--quick");
+    }
 
     #[test]
     fn the_command_starts_with_blocklab_and_the_commit_is_this_checkouts() {
