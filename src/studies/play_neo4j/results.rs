@@ -327,12 +327,7 @@ impl Conditions {
     /// measurements (a database still warming, or slowed by the matrix,
     /// gives the lower).
     pub fn ceiling_reads_per_s(&self) -> Option<f64> {
-        [&self.ceiling, &self.ceiling_after]
-            .into_iter()
-            .flatten()
-            .map(|c| c.reads_per_s)
-            .filter(|r| *r > 0.0)
-            .reduce(f64::max)
+        self.ceiling_used().map(|c| c.reads_per_s)
     }
 
     /// The measurement [`Conditions::ceiling_reads_per_s`] takes: the higher.
