@@ -534,10 +534,13 @@ fn bench_through_the_link(uri: &str) {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let link = &results["conditions"]["link"];
     assert_eq!((link["rtt_ms"].as_f64(), link["version"].as_str()), (Some(10.0), Some("2.5.0")), "{link}");
-    let added = link["linked_read_ms"].as_f64().unwrap() - link["direct_read_ms"].as_f64().unwrap();
-    assert!((9.0..40.0).contains(&added), "the link added {added} ms to a read, 10 ms asked: {link}");
+    // Every read through the link waits 5 ms each way, so even the fastest took 10 ms: a bound a
+    // busy machine cannot break (it only adds), where a difference of medians is noise under load.
+    let fastest = link["linked_read_min_ms"].as_f64().unwrap();
+    assert!(fastest >= 9.5, "the fastest read through the link took {fastest} ms, 10 ms asked: {link}");
+    assert!(link["linked_read_ms"].as_f64().unwrap() >= fastest, "{link}");
     let p = &results["conditions"]["parameters"];
-    assert_eq!((p["db_pool"].as_u64(), p["db_async_connections"].as_u64()), (Some(16), Some(4)));
+    assert_eq!((p["db_pool"].as_u64(), p["db_async_connections"].as_u64()), (Some(16), Some(64)));
     let rate = |path: &str| {
         let test = results["tests"].as_array().unwrap().iter().find(|t| t["api"] == path).unwrap();
         let run = &test["runs"][0];
@@ -598,24 +601,32 @@ fn bench_through_a_stall(uri: &str) {
     assert!(ran.status.success(), "{stderr}");
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    assert_eq!(results["conditions"]["link"]["rtt_ms"].as_f64(), Some(0.0), "the stall's link, no RTT");
+    // No --db-rtt: the matrix read the database directly, the stalls went through a link opened after it.
+    assert!(results["conditions"]["link"].is_null(), "{}", results["conditions"]["link"]);
+    assert_eq!(results["conditions"]["stall_link"]["rtt_ms"].as_f64(), Some(0.0), "the stall's link, no RTT");
     let stalls = results["stalls"].as_array().unwrap();
     let apis: Vec<&str> = stalls.iter().map(|s| s["api"].as_str().unwrap()).collect();
     assert_eq!(apis, ["/getData", "/getDataAsync"], "{stderr}");
-    // One rate for every target of an endpoint, half its closed-loop rate in the matrix.
+    // One rate for every target of an endpoint: half the lowest closed-loop rate, in the matrix or
+    // through the link as the servers warmed, whichever was lower.
     for stall in stalls {
         let api = stall["api"].as_str().unwrap();
         let test = results["tests"].as_array().unwrap().iter().find(|t| t["api"] == api).unwrap();
         let closed = test["runs"][0]["rps"].as_f64().unwrap();
-        assert!((stall["rate"].as_f64().unwrap() - closed / 2.0).abs() < 1.0, "{api}: {stall}");
+        let rate = stall["rate"].as_f64().unwrap();
+        assert!(rate > 0.0 && rate <= closed / 2.0 + 1.0, "{api}: {stall}");
+        assert!(
+            stall["rate_from"].as_str().unwrap().starts_with("half the lowest closed-loop rate"),
+            "{stall}"
+        );
         assert_eq!(stall["survived"], true, "{api}");
         assert_eq!((stall["starts_s"].as_u64(), stall["stall"]["length"].as_u64()), (Some(4), Some(2000)));
         let seconds = stall["seconds"].as_array().unwrap();
         assert!(seconds.len() >= 11, "{api}: {} seconds", seconds.len());
-        // The seconds of the stall: every read took 50 ms more, so their p99 did.
-        let before = stall["before_p99_ms"].as_f64().unwrap();
-        let during = seconds[4..6].iter().map(|s| s["p99_ms"].as_f64().unwrap()).fold(0.0, f64::max);
-        assert!(during >= before + 40.0, "{api}: p99 {before} ms before, {during} ms during the stall");
+        // The seconds of the stall: every read took 50 ms more, so even their median answer took 50 ms
+        // from its intended send (a lower bound a busy machine cannot break).
+        let during = seconds[4..6].iter().map(|s| s["p50_ms"].as_f64().unwrap()).fold(0.0, f64::max);
+        assert!(during >= 45.0, "{api}: p50 {during} ms during the stall: {stall}");
         assert!(
             stall["peak_in_flight"].as_u64().is_some() && stall["peak_threads"].as_u64().is_some(),
             "{stall}"
@@ -623,6 +634,7 @@ fn bench_through_a_stall(uri: &str) {
     }
     let md = std::fs::read_to_string(out.join("results.md")).unwrap();
     assert!(md.contains("## The database stalls") && md.contains("| recovered after s |"), "{md}");
+    assert!(md.contains("The matrix read the database directly; the stalls ran through Toxiproxy"), "{md}");
     assert!(md.contains("blocklab /getDataAsync (answers 50ms slower for 2s, at "), "{md}");
     let svg = std::fs::read_to_string(out.join("charts/stall-test3.svg")).unwrap();
     assert!(svg.contains("the stall") && svg.contains("blocklab") && svg.contains("<circle"), "{svg}");

@@ -23,8 +23,8 @@ use std::time::Duration;
 use url::Url;
 
 pub use backend::{
-    CONTENT_LABEL, CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SEED_QUERY,
-    SeedReport,
+    CONTENT_LABEL, CONTENT_QUERY, Content, DEFAULT_ASYNC_CONNECTIONS, DbSettings, GraphBackend, GraphError,
+    ReadFuture, SEED_QUERY, SeedReport,
 };
 pub use credentials::redact_credentials;
 use credentials::{decode, encode, with_credentials};

@@ -123,11 +123,29 @@ impl ServerProcess {
         crate::proc::peak_rss_bytes(crate::proc::Pid::Of(self.pid()))
     }
 
+    /// Pauses every process of its group (SIGSTOP) or lets them go on
+    /// (SIGCONT): a server kept for later takes no CPU from the one measured
+    /// meanwhile (a JVM's JIT and collector go on after its load ends).
+    pub fn pause(&self, paused: bool) -> Result<(), String> {
+        let signal = if paused { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .args([signal, "--", &format!("-{}", self.pid())])
+            .status()
+            .map_err(|e| format!("cannot run kill: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("kill {signal} of process group {}: {status}", self.pid()))
+        }
+    }
+
     /// SIGTERM, then up to `grace` to exit, then SIGKILL. Returns how it ended.
+    /// A paused server is let go on first, so that it sees the SIGTERM.
     pub fn stop(&mut self, grace: Duration) -> String {
         if let Ok(Some(status)) = self.child.try_wait() {
             return format!("had already exited ({status})");
         }
+        let _ = self.pause(false);
         let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
         let started = Instant::now();
         while started.elapsed() < grace {

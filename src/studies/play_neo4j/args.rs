@@ -33,7 +33,8 @@ Examples:
   blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --apis 2,3,7
                                                   (Neo4j a network hop away: Toxiproxy between
                                                    it and every server and the ceiling client)
-  blocklab bench --db neo4j --db-rtt 1ms --db-async-connections 64 --apis 3
+  blocklab bench --db neo4j --db-rtt 1ms --db-async-connections 4 --apis 3
+                                                  (a pool of 4, the old default: Little's law's cap)
   blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --db-stall +50ms:10s --apis 2,3,7
                                                   (then each endpoint meets a 10 s stall of +50 ms
                                                    on every answer: time to recover)

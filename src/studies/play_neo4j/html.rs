@@ -110,7 +110,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     let (stall_charts, rest): (Vec<&Chart>, Vec<&Chart>) =
         rest.into_iter().partition(|c| c.file.starts_with("stall-"));
     if let Some(t) = tables::stalls(results) {
-        body += &format!("<h2>The database stalls</h2><p>{}</p>", escape(super::stall::HOW));
+        body += &format!("<h2>The database stalls</h2><p>{}</p>", escape(&tables::stalls_how(results)));
         body += &table(&t);
         body += &charts_html(stall_charts);
     }

@@ -51,19 +51,29 @@ pub const STUDY: Study = Study {
         let mut skipped = Vec::new();
         if !quick && args.requests.is_none() {
             // Two targets × 8 APIs × 2 runs of the seed's 100,000 take ~25
-            // minutes on a warm Neo4j here, the sweep ~10 more: the main job
-            // keeps under 30 minutes with fewer requests a run; the rates do not
+            // minutes on a warm Neo4j here, the sweep ~25 more: the main job
+            // keeps under 40 minutes with fewer requests a run; the rates do not
             // change with the count (blocklab bench alone keeps the seed's).
             args.requests = Some(MAIN_JOB_REQUESTS);
             eprintln!(
                 "bench: {MAIN_JOB_REQUESTS} requests a run in the main job (blocklab bench alone: the seed's 100000), \
-                 to keep both studies under 30 minutes"
+                 to keep both studies under 40 minutes"
             );
         }
         match seed_stack() {
             Ok(()) => {
                 args.db = BenchDb::Managed;
                 args.target = format!("{},{SEED_APP}", results::BLOCKLAB);
+                if !quick && args.db_stall.is_none() {
+                    // The database that stalls, on the blocking, the non-blocking and the actor's
+                    // endpoint of both servers: a shorter stall than `blocklab bench`'s example, to
+                    // fit the main job's time.
+                    match stall::StallSpec::parse(MAIN_JOB_STALL) {
+                        Ok(spec) => args.db_stall = Some(spec),
+                        Err(e) => return StudyRun::failed(Failure::Usage(e)),
+                    }
+                    args.db_stall_apis = Some(MAIN_JOB_STALL_APIS.to_string());
+                }
             }
             Err(why) => {
                 let line = format!(
@@ -88,7 +98,12 @@ pub const STUDY: Study = Study {
 };
 
 /// Requests per run when the main job runs study 1 (not `--quick`).
-pub const MAIN_JOB_REQUESTS: u64 = 30_000;
+pub const MAIN_JOB_REQUESTS: u64 = 20_000;
+
+/// The stall the main job's study 1 runs (not `--quick`), and on which endpoints.
+pub const MAIN_JOB_STALL: &str = "+50ms:5s";
+/// `/getData`, `/getDataAsync`, `/getDataAkkaAsync`.
+pub const MAIN_JOB_STALL_APIS: &str = "2,3,7";
 
 /// The seed's application, as a server peer (`peers/play`).
 const SEED_APP: &str = "play";

@@ -52,7 +52,7 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
     out += "\n## Normalized to /test, beside the seed's Play figures\n\n";
     out += &tables::normalized(results).markdown();
     if let Some(t) = tables::stalls(results) {
-        out += &format!("\n## The database stalls\n\n{}\n\n", super::stall::HOW);
+        out += &format!("\n## The database stalls\n\n{}\n\n", tables::stalls_how(results));
         out += &t.markdown();
     }
     out += "\n## Reading\n\n";

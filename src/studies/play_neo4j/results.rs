@@ -298,6 +298,11 @@ pub struct Conditions {
     /// The link between the servers and the database (`--db-rtt`; null: reached directly).
     #[serde(default)]
     pub link: Option<super::link::LinkRecord>,
+    /// The link the stalls ran through when the matrix read the database
+    /// directly (`--db-stall` without `--db-rtt`: opened after the matrix,
+    /// no delay on it); null otherwise.
+    #[serde(default)]
+    pub stall_link: Option<super::link::LinkRecord>,
     /// Each server's family (blocklab, jvm, go, python, node, other), as the charts draw it.
     #[serde(default)]
     pub families: BTreeMap<String, crate::page::Family>,

@@ -198,8 +198,9 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     // Started (and, when managed, seeded and warmed) first; dropped last,
     // which stops and wipes a managed one on every path out of here.
     let mut database = open_database(plan, interrupt)?;
-    // A stall needs the link: with no --db-rtt, the proxy with no delay.
-    if let Some(rtt) = plan.db_rtt.or(plan.db_stall.map(|_| Duration::ZERO)) {
+    // With no --db-rtt the matrix reads the database directly; a stall opens
+    // the link (no delay on it) after the matrix, for the stalls alone.
+    if let Some(rtt) = plan.db_rtt {
         database.link = Some(open_link(plan, &database, rtt)?);
     }
     let ceiling = measure_ceiling(plan, &database, "before the matrix", interrupt);
@@ -311,8 +312,16 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     };
     let ceiling_rps =
         [&ceiling, &ceiling_after].into_iter().flatten().map(|c| c.reads_per_s).reduce(f64::max);
-    let stalls =
-        if interrupted { Vec::new() } else { run_stalls(plan, &database, &tests, ceiling_rps, interrupt) };
+    let database_described = describe_db(plan, &database);
+    let matrix_link = database.link.as_ref().map(|l| l.record.clone());
+    let stalls = if interrupted {
+        Vec::new()
+    } else {
+        run_stalls(plan, &mut database, &tests, ceiling_rps, interrupt)
+    };
+    // A link opened for the stalls alone (the matrix read the database directly).
+    let stall_link =
+        if matrix_link.is_none() { database.link.as_ref().map(|l| l.record.clone()) } else { None };
     let info_value = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let networked = plan.db != BenchDb::Url(DbUrl::Embedded);
     let conditions = Conditions {
@@ -342,7 +351,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             quick: plan.quick,
         },
         versions: conditions::versions(),
-        database: describe_db(plan, &database),
+        database: database_described,
         database_name: database.name.clone(),
         db_warm_s: database.warm_up.as_ref().map_or(0.0, |w| w.seconds),
         warm_up: database.warm_up.clone(),
@@ -356,7 +365,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                 _ => None,
             })
             .collect(),
-        link: database.link.as_ref().map(|l| l.record.clone()),
+        link: matrix_link,
+        stall_link,
         ceiling,
         ceiling_after,
     };
@@ -876,40 +886,81 @@ fn load_command(plan: &BenchPlan, url: &str, json: &Path, connections: usize, st
     command
 }
 
-/// Every stall of the run (`--db-stall`): each target's database endpoints
-/// that ran in the matrix, one after the other, each on a fresh server.
+/// Every stall of the run (`--db-stall`): each database endpoint that ran
+/// in the matrix, on every target that ran it, each on a fresh server. The
+/// link is the matrix's (`--db-rtt`) or, when the matrix read the database
+/// directly, one opened here with no delay on it (then kept in `database`,
+/// so that the servers started here read through it).
+/// Each endpoint's servers are all started and warmed first, by a closed
+/// loop through the link, so that its one open-loop rate for every target
+/// comes from their rates where the stall happens; each is paused (SIGSTOP)
+/// from its warm-up to its stall.
 fn run_stalls(
     plan: &BenchPlan,
-    database: &Database,
+    database: &mut Database,
     tests: &[TestRecord],
     ceiling_reads_per_s: Option<f64>,
     interrupt: &AtomicBool,
 ) -> Vec<StallRecord> {
-    let (Some(spec), Some(link)) = (plan.db_stall, database.link.as_ref()) else { return Vec::new() };
+    let Some(spec) = plan.db_stall else { return Vec::new() };
+    if database.link.is_none() {
+        match open_link(plan, database, Duration::ZERO) {
+            Ok(link) => database.link = Some(link),
+            Err(e) => {
+                eprintln!("bench: stall: not run: {e:#}");
+                return Vec::new();
+            }
+        }
+    }
+    let database = &*database;
+    let Some(link) = database.link.as_ref() else { return Vec::new() };
     let mut stalls = Vec::new();
-    for target in &plan.targets {
-        for api in plan.db_stall_apis.iter().filter(|a| super::results::reads_per_request(**a) > 0.0) {
+    for api in plan.db_stall_apis.iter().filter(|a| super::results::reads_per_request(**a) > 0.0) {
+        let ran = |t: &&Target| {
+            tests.iter().any(|r| r.target == t.name() && r.api == api.path() && r.best().is_some())
+        };
+        let mut warmed = Vec::new();
+        for target in plan.targets.iter().filter(ran) {
             if interrupt.load(Relaxed) {
-                return stalls;
+                break;
             }
-            let ran = tests.iter().find(|t| t.target == target.name() && t.api == api.path());
-            if ran.and_then(TestRecord::best).is_none() {
-                continue;
+            match warm_server(plan, database, target, *api) {
+                Ok((server, rps)) => {
+                    // Paused until its stall, so that it takes no CPU from the others'.
+                    if let Err(e) = server.pause(true) {
+                        eprintln!("bench: stall: {} {}: {e}", target.name(), api.path());
+                    }
+                    warmed.push((target, server, rps));
+                }
+                Err(why) => eprintln!("bench: stall: {} {}: {why}", target.name(), api.path()),
             }
-            // One rate for every target of an endpoint, so that they meet the same load: from the
-            // lowest of their closed-loop rates in the matrix.
-            let closed_loop = tests
-                .iter()
-                .filter(|t| t.api == api.path())
-                .filter_map(|t| t.best().map(|r| r.rps))
-                .reduce(f64::min);
-            let ceiling = ceiling_reads_per_s.map(|c| c / super::results::reads_per_request(*api));
+        }
+        // One rate for every target of an endpoint, so that they meet the same load: from the
+        // lowest of their closed-loop rates, in the matrix and through the link as they warmed.
+        let lowest = |rates: &mut dyn Iterator<Item = f64>| rates.filter(|r| *r > 0.0).reduce(f64::min);
+        let in_matrix =
+            lowest(&mut tests.iter().filter(|t| t.api == api.path()).filter_map(|t| t.best().map(|r| r.rps)));
+        let warming = lowest(&mut warmed.iter().filter_map(|w| w.2));
+        let closed_loop = match (in_matrix, warming) {
+            (Some(m), Some(w)) if w < m => {
+                Some((w, "the lowest closed-loop rate through the link, as they warmed"))
+            }
+            (Some(m), _) => Some((m, "the lowest closed-loop rate in the matrix")),
+            (None, w) => w.map(|w| (w, "the lowest closed-loop rate through the link, as they warmed")),
+        };
+        let ceiling = ceiling_reads_per_s.map(|c| c / super::results::reads_per_request(*api));
+        let rate = super::stall::rate(plan.db_stall_rate, ceiling, closed_loop);
+        for (target, mut server, _) in warmed {
             let who = format!("{} {}", target.name(), api.path());
-            let Some((rate, from)) = super::stall::rate(plan.db_stall_rate, ceiling, closed_loop) else {
+            let Some((rate, from)) = rate.clone().filter(|_| !interrupt.load(Relaxed)) else {
+                server.stop(Duration::from_secs(15));
                 continue;
             };
             eprintln!("bench: stall: {who}, {spec}, at {rate:.0} req/s ({from})");
-            match stall_once(plan, database, link, target, *api, (spec, rate, from)) {
+            if let Err(e) = server.pause(false) {
+                eprintln!("bench: stall: {who}: {e}");
+            }
+            match stall_once(plan, link, target, *api, server, (spec, rate, from)) {
                 Ok(record) => {
                     eprintln!("bench: {}", record.sentence());
                     stalls.push(record);
@@ -921,34 +972,50 @@ fn run_stalls(
     stalls
 }
 
-/// One endpoint of one target through the stall: a fresh server under an
-/// open-loop load at `rate`; the toxic added after the steady seconds and
-/// removed after the stall's length; the server's threads (and blocklab's
-/// requests in flight) sampled every 250 ms.
-fn stall_once(
+/// A fresh server for `api`'s stall, warmed by a closed loop on the
+/// matrix's connections (a JVM's JIT: the steady state is a warm server's),
+/// with its rate over the warm-up's second half (None: no answer came).
+fn warm_server(
     plan: &BenchPlan,
     database: &Database,
-    link: &Link,
     target: &Target,
     api: Endpoint,
-    (spec, rate, rate_from): (StallSpec, f64, String),
-) -> Result<StallRecord, String> {
+) -> Result<(ServerProcess, Option<f64>), String> {
     let test_id = api.test_id().unwrap_or(TestId(0));
     let mut server = start_server(plan, target, database, test_id)?;
-    let (before, after) = (super::stall::before(plan.quick), super::stall::after(&spec, plan.quick));
-    let total = before + spec.length + after;
-    let addr = server.addr();
-    let url = format!("http://{addr}{}", api.path());
-    // Warm first (closed loop, the matrix's connections): the steady state is a warm server's.
+    let url = format!("http://{}{}", server.addr(), api.path());
     let warm = super::stall::warm(plan.quick);
-    let warm_json = plan.out.join(format!("raw/stall-{}-test{test_id}-warm.json", target.name()));
-    let warm_stop = ["-z".to_string(), format!("{}ms", warm.as_millis())];
-    let mut warming = load_command(plan, &url, &warm_json, plan.connections, &warm_stop);
+    let json = plan.out.join(format!("raw/stall-{}-test{test_id}-warm.json", target.name()));
+    let stop = ["-z".to_string(), format!("{}ms", warm.as_millis())];
+    let mut warming = load_command(plan, &url, &json, plan.connections, &stop);
     warming.stdout(Stdio::null()).stderr(Stdio::null());
     if let Err(e) = warming.status() {
         server.stop(Duration::from_secs(15));
         return Err(format!("cannot start the load generator: {e}"));
     }
+    let report: Option<LoadReport> =
+        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
+    Ok((server, report.and_then(|r| super::stall::steady_rps(&r.timeline))))
+}
+
+/// One endpoint of one target through the stall, on its warmed server: an
+/// open-loop load at `rate`; the toxic added after the steady seconds and
+/// removed after the stall's length; the server's threads (and blocklab's
+/// requests in flight) sampled every 250 ms. The server is stopped here.
+fn stall_once(
+    plan: &BenchPlan,
+    link: &Link,
+    target: &Target,
+    api: Endpoint,
+    mut server: ServerProcess,
+    (spec, rate, rate_from): (StallSpec, f64, String),
+) -> Result<StallRecord, String> {
+    let test_id = api.test_id().unwrap_or(TestId(0));
+    let (before, after) = (super::stall::before(plan.quick), super::stall::after(&spec, plan.quick));
+    let total = before + spec.length + after;
+    let addr = server.addr();
+    let url = format!("http://{addr}{}", api.path());
+    let warm = super::stall::warm(plan.quick);
     let json = plan.out.join(format!("raw/stall-{}-test{test_id}.json", target.name()));
     let stop =
         ["-z".to_string(), format!("{}ms", total.as_millis()), "--rate".to_string(), format!("{rate:.0}")];

@@ -23,8 +23,9 @@ use super::test_id::TestId;
 use crate::flags::parse_duration;
 
 /// What a stall run is, in words, for the reports.
-pub const HOW: &str = "After the matrix, a fresh server per endpoint, warmed by a closed-loop load first (a JVM's \
-    JIT), then under an open-loop load (the seed's 200 connections; latency counted from when each request was \
+pub const HOW: &str = "After the matrix, a fresh server per endpoint and target, warmed first by a closed-loop load \
+    through the link (a JVM's JIT; the open loop's rate is at most half the rate it reached there), then under an \
+    open-loop load (the seed's 200 connections; latency counted from when each request was \
     due), steady first; then the link to the database \
     stalls and comes back. Recovered: the rate within 10 % of its value before the stall and the p99 within 10 % \
     or 2 ms of it, whichever is larger, for 3 seconds in a row; counted from the end of the stall.";
@@ -248,44 +249,51 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 
 /// The closed-loop load a fresh server gets before the open loop starts:
 /// without it a JVM's first seconds (its JIT) would be the "steady state"
-/// the recovery is measured against.
+/// the recovery is measured against. Its second half also gives the
+/// endpoint's closed-loop rate through the link ([`steady_rps`]).
 pub fn warm(quick: bool) -> Duration {
-    Duration::from_secs(if quick { 2 } else { 15 })
+    Duration::from_secs(if quick { 2 } else { 10 })
 }
 
 /// Steady seconds before the stall (the first is left out as the load's ramp).
 pub fn before(quick: bool) -> Duration {
-    Duration::from_secs(if quick { 4 } else { 10 })
+    Duration::from_secs(if quick { 4 } else { 8 })
 }
 
-/// Seconds of load after the stall: room to recover (at least 20 s, or twice the stall).
+/// Seconds of load after the stall: room to recover (at least 12 s, or twice the stall).
 pub fn after(spec: &StallSpec, quick: bool) -> Duration {
-    let floor = Duration::from_secs(if quick { 6 } else { 20 });
+    let floor = Duration::from_secs(if quick { 6 } else { 12 });
     floor.max(spec.length * 2)
 }
 
+/// The rate over a load's second half (its whole seconds; the ramp and a
+/// JVM's first seconds left out), or None when nothing was answered.
+pub fn steady_rps(timeline: &[crate::load::outcome::Second]) -> Option<f64> {
+    let whole: Vec<_> = timeline.iter().filter(|s| s.length_s >= 0.5).collect();
+    let half = &whole[whole.len() / 2..];
+    let (answers, seconds) =
+        half.iter().fold((0.0, 0.0), |(a, t), s| (a + s.requests as f64, t + s.length_s));
+    (answers > 0.0 && seconds > 0.0).then(|| answers / seconds)
+}
+
 /// The open-loop rate for an endpoint: half the lower of the database's
-/// ceiling for it and its closed-loop rate in the matrix (the lowest of the
-/// targets', so that every target meets the same load), or `given`; with
-/// the words that say where it came from.
+/// ceiling for it and a closed-loop rate of the endpoint (the lowest of the
+/// targets', so that every target meets the same load; with the words that
+/// say which), or `given`; with the words that say where it came from.
 pub fn rate(
     given: Option<u32>,
     ceiling_rps: Option<f64>,
-    closed_loop_rps: Option<f64>,
+    closed_loop: Option<(f64, &str)>,
 ) -> Option<(f64, String)> {
     if let Some(r) = given {
         return Some((f64::from(r), "--db-stall-rate".to_string()));
     }
-    match (ceiling_rps.filter(|c| *c > 0.0), closed_loop_rps.filter(|c| *c > 0.0)) {
-        (Some(c), Some(o)) if c < o => Some((
+    match (ceiling_rps.filter(|c| *c > 0.0), closed_loop.filter(|(o, _)| *o > 0.0)) {
+        (Some(c), Some((o, what))) if c < o => Some((
             c / 2.0,
-            format!(
-                "half the database's ceiling for it ({c:.0} req/s), below the endpoint's closed-loop {o:.0}"
-            ),
+            format!("half the database's ceiling for it ({c:.0} req/s), below {what} ({o:.0} req/s)"),
         )),
-        (_, Some(o)) => {
-            Some((o / 2.0, format!("half the endpoint's closed-loop rate in the matrix ({o:.0} req/s)")))
-        }
+        (_, Some((o, what))) => Some((o / 2.0, format!("half {what} ({o:.0} req/s)"))),
         (Some(c), None) => Some((c / 2.0, format!("half the database's ceiling for it ({c:.0} req/s)"))),
         (None, None) => None,
     }
@@ -376,13 +384,45 @@ mod tests {
 
     #[test]
     fn the_rate_is_half_the_lower_of_the_ceiling_and_the_endpoints_own() {
-        assert_eq!(rate(None, Some(4000.0), Some(900.0)).unwrap().0, 450.0);
-        assert_eq!(rate(None, Some(3000.0), Some(5000.0)).unwrap().0, 1500.0);
-        assert_eq!(rate(None, None, Some(800.0)).unwrap().0, 400.0);
+        let matrix = "the lowest closed-loop rate in the matrix";
+        assert_eq!(rate(None, Some(4000.0), Some((900.0, matrix))).unwrap().0, 450.0);
+        let (r, from) = rate(None, Some(3000.0), Some((5000.0, matrix))).unwrap();
+        assert_eq!(r, 1500.0);
+        assert!(
+            from.contains("ceiling for it (3000 req/s), below the lowest closed-loop rate in the matrix")
+        );
+        let (r, from) = rate(None, None, Some((800.0, "the rate through the link"))).unwrap();
+        assert_eq!((r, from.as_str()), (400.0, "half the rate through the link (800 req/s)"));
         assert_eq!(
-            rate(Some(300), Some(3000.0), Some(5000.0)).unwrap(),
+            rate(Some(300), Some(3000.0), Some((5000.0, matrix))).unwrap(),
             (300.0, "--db-stall-rate".to_string())
         );
         assert_eq!(rate(None, None, None), None);
+    }
+
+    #[test]
+    fn the_steady_rate_leaves_out_the_first_half_and_a_cut_second() {
+        let second = |second: u64, requests: u64, length_s: f64| crate::load::outcome::Second {
+            second,
+            length_s,
+            requests,
+            status_4xx_5xx: 0,
+            errors: Default::default(),
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            corrected_p99_ms: None,
+            connections: 200,
+        };
+        // A JVM's JIT: 100, 200, then 1000 a second; the last second cut to 0.2 s.
+        let timeline = [
+            second(0, 100, 1.0),
+            second(1, 200, 1.0),
+            second(2, 1000, 1.0),
+            second(3, 1000, 1.0),
+            second(4, 50, 0.2),
+        ];
+        assert_eq!(steady_rps(&timeline), Some(1000.0));
+        assert_eq!(steady_rps(&[]), None);
+        assert_eq!(steady_rps(&[second(0, 0, 1.0)]), None);
     }
 }

@@ -297,6 +297,20 @@ pub fn extra_columns(results: &BenchResults) -> Table {
     }
 }
 
+/// How the stalls ran, above their table: the method, and the link they ran
+/// through when the matrix read the database directly.
+pub fn stalls_how(results: &BenchResults) -> String {
+    match &results.conditions.stall_link {
+        Some(link) => format!(
+            "{} The matrix read the database directly; the stalls ran through Toxiproxy, opened after it with no \
+             delay of its own: {}.",
+            super::stall::HOW,
+            link.describe()
+        ),
+        None => super::stall::HOW.to_string(),
+    }
+}
+
 /// Each target's endpoint through the stall of `--db-stall`: the figures that
 /// answer the question (None: no stall was run).
 pub fn stalls(results: &BenchResults) -> Option<Table> {
