@@ -631,11 +631,22 @@ fn bench_through_a_stall(uri: &str) {
             stall["peak_in_flight"].as_u64().is_some() && stall["peak_threads"].as_u64().is_some(),
             "{stall}"
         );
+        // blocklab's /metrics gives the reads waiting for a pooled connection; every request was timed.
+        assert!(stall["peak_waiting"].as_u64().is_some(), "{stall}");
+        assert!(stall["longest_ms"].as_f64().is_some_and(|ms| ms >= 45.0), "{stall}");
     }
     let md = std::fs::read_to_string(out.join("results.md")).unwrap();
     assert!(md.contains("## The database stalls") && md.contains("| recovered after s |"), "{md}");
     assert!(md.contains("The matrix read the database directly; the stalls ran through Toxiproxy"), "{md}");
     assert!(md.contains("blocklab /getDataAsync (answers 50ms slower for 2s, at "), "{md}");
+    assert!(md.contains("| peak waiting for a connection |") && md.contains("| longest ms |"), "{md}");
+    // Each endpoint against its own bound: the non-blocking read's timeout, or none for the blocked worker.
+    assert!(
+        md.contains("blocklab /getDataAsync: no request waited longer than --db-timeout + 1 s (3000 ms)")
+            || md.contains("past --db-timeout + 1 s (3000 ms)"),
+        "{md}"
+    );
+    assert!(md.contains("blocklab /getData: its requests queue behind the worker a read blocks"), "{md}");
     let svg = std::fs::read_to_string(out.join("charts/stall-test3.svg")).unwrap();
     assert!(svg.contains("the stall") && svg.contains("blocklab") && svg.contains("<circle"), "{svg}");
     let _ = std::fs::remove_dir_all(&out);

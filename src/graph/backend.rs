@@ -178,4 +178,10 @@ pub trait GraphBackend: Send + Sync + 'static {
     fn settings(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+
+    /// Reads waiting for a pooled connection now, by client (`async`,
+    /// `blocking`); empty where the client has no pool to wait for.
+    fn pool_waiting(&self) -> Vec<(&'static str, usize)> {
+        Vec::new()
+    }
 }

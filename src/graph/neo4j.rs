@@ -221,6 +221,10 @@ impl GraphBackend for Neo4jGraph {
         Ok(SeedReport { before, after: self.count()?, took: started.elapsed() })
     }
 
+    fn pool_waiting(&self) -> Vec<(&'static str, usize)> {
+        vec![("async", self.pool.waiting()), ("blocking", self.blocking_pool.waiting())]
+    }
+
     fn settings(&self) -> Vec<(&'static str, String)> {
         vec![
             ("db_pool", self.settings.pool.to_string()),

@@ -85,6 +85,16 @@ impl AppState {
         let parts = &self.inner;
         let probes: Vec<&RuntimeProbe> =
             parts.http.iter().chain(parts.actors.as_ref().map(ActorSystem::probe)).collect();
-        parts.metrics.render(&parts.info, &probes)
+        let mut text = parts.metrics.render(&parts.info, &probes);
+        let waiting = parts.backend.pool_waiting();
+        if !waiting.is_empty() {
+            text += "# HELP blocklab_db_pool_waiting Reads waiting for a pooled database connection now, by client \
+                     (async: --db-async-connections, blocking: --db-pool). Above zero, the pool caps the reads in \
+                     flight.\n# TYPE blocklab_db_pool_waiting gauge\n";
+            for (client, n) in waiting {
+                text += &format!("blocklab_db_pool_waiting{{client=\"{client}\"}} {n}\n");
+            }
+        }
+        text
     }
 }

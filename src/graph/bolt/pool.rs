@@ -11,6 +11,7 @@
 //! and a later read opens a new connection.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -26,6 +27,18 @@ pub struct Pool {
     idle: Mutex<Vec<Connection>>,
     /// One permit per connection that may exist; a checkout holds one.
     permits: Semaphore,
+    /// Checkouts waiting for a permit now.
+    waiting: AtomicUsize,
+}
+
+/// Counts a checkout as waiting until it is dropped: when it has its
+/// permit, and when the read is abandoned while it waits (its timeout).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// A connection lent by the pool. Dropped, it goes back to the pool unless it
@@ -42,12 +55,26 @@ impl Pool {
     /// A pool of at most `size` (at least 1) connections to `config`'s
     /// server. None is opened here.
     pub fn new(config: ConnectConfig, size: usize) -> Pool {
-        Pool { config, idle: Mutex::new(Vec::new()), permits: Semaphore::new(size.max(1)) }
+        Pool {
+            config,
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(size.max(1)),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Reads waiting for a connection now: above zero, the pool's size caps
+    /// the reads in flight.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Relaxed)
     }
 
     /// Waits for a permit (FIFO), then lends an idle connection or opens one.
     pub async fn checkout(&self) -> Result<Checkout<'_>, BoltError> {
+        self.waiting.fetch_add(1, Relaxed);
+        let waited = Waiting(&self.waiting);
         let permit = self.permits.acquire().await.expect("the semaphore is never closed");
+        drop(waited);
         let idle = self.idle.lock().expect("no panic while held").pop();
         let (connection, reused) = match idle {
             Some(connection) => (connection, true),
@@ -217,6 +244,34 @@ mod tests {
         // HELLO, LOGON, then RUN and PULL per read: nothing else.
         assert_eq!(tags_of(&log, 0), [0x01, 0x6A, 0x10, 0x3F, 0x10, 0x3F, 0x10, 0x3F]);
         assert!(tags_of(&log, 1).is_empty(), "one connection was enough");
+    }
+
+    #[tokio::test]
+    async fn reads_waiting_for_a_connection_are_counted_until_they_get_one_or_give_up() {
+        let (config, _log) = fake_server().await;
+        let pool = Arc::new(Pool::new(config, 1));
+        let slow = tokio::spawn({
+            let pool = pool.clone();
+            async move { read(&pool, "slow", 1).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(pool.waiting(), 0, "the first read has the one connection");
+        let next = tokio::spawn({
+            let pool = pool.clone();
+            async move { read(&pool, "q", 2).await }
+        });
+        // One that gives up while it waits is no longer counted.
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), read(&pool, "q", 3));
+        let (gave_up, waiting) = tokio::join!(gave_up, async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            pool.waiting()
+        });
+        assert_eq!(waiting, 2, "two reads wait behind the slow one");
+        assert!(gave_up.is_err());
+        assert_eq!(pool.waiting(), 1);
+        assert_eq!(slow.await.unwrap().unwrap(), vec![vec![Value::Int(1)]]);
+        assert_eq!(next.await.unwrap().unwrap(), vec![vec![Value::Int(2)]]);
+        assert_eq!(pool.waiting(), 0);
     }
 
     #[tokio::test]

@@ -479,6 +479,7 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
 /// blocklab beside each peer (recovered at least as fast? failed no more?).
 fn stall_sentences(results: &BenchResults) -> Vec<String> {
     let mut out: Vec<String> = results.stalls.iter().map(super::stall::StallRecord::sentence).collect();
+    out.extend(stall_bounds(results));
     for ours in results.stalls.iter().filter(|s| s.target == BLOCKLAB) {
         for theirs in results.stalls.iter().filter(|s| s.target != BLOCKLAB && s.test_id == ours.test_id) {
             let recovery =
@@ -503,6 +504,50 @@ fn stall_sentences(results: &BenchResults) -> Vec<String> {
                 ours.api, theirs.target, theirs.target, ours.rate
             ));
         }
+    }
+    out
+}
+
+/// The stall against the bound each blocklab endpoint has: a non-blocking
+/// read gives up after `--db-timeout`, so no request to a non-blocking
+/// endpoint should wait longer than that per read plus a second from its
+/// intended send; the blocking `/getData` and `/getDataAkka` queue behind
+/// the worker a read blocks and have no such bound, which is said too.
+/// Then the failures by kind, for every target that failed any.
+fn stall_bounds(results: &BenchResults) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in results.stalls.iter().filter(|s| s.target == BLOCKLAB && s.longest_ms > 0.0) {
+        let endpoint = Endpoint::from_path(&s.api);
+        let reads = super::results::reads_per_request(endpoint);
+        match results.conditions.parameters.db_timeout_ms {
+            _ if matches!(endpoint, Endpoint::GetData | Endpoint::GetDataAkka) => out.push(format!(
+                "blocklab {}: its requests queue behind the worker a read blocks, so --db-timeout bounds each \
+                 read but not the wait: the longest took {:.0} ms.",
+                s.api, s.longest_ms
+            )),
+            Some(timeout) if reads > 0.0 => {
+                let bound = reads * timeout + 1000.0;
+                let per = if reads > 1.0 { format!("{reads:.0} × --db-timeout") } else { "--db-timeout".to_string() };
+                out.push(if s.longest_ms <= bound {
+                    format!(
+                        "blocklab {}: no request waited longer than {per} + 1 s ({bound:.0} ms) from its intended \
+                         send: the longest took {:.0} ms.",
+                        s.api, s.longest_ms
+                    )
+                } else {
+                    format!(
+                        "blocklab {}: a request waited {:.0} ms from its intended send, past {per} + 1 s \
+                         ({bound:.0} ms): not the read's wait (a read gives up at --db-timeout) but the server's \
+                         or the machine's.",
+                        s.api, s.longest_ms
+                    )
+                });
+            }
+            _ => {}
+        }
+    }
+    for s in results.stalls.iter().filter(|s| s.failures.values().any(|n| *n > 0)) {
+        out.push(format!("{} {} failed by kind: {}.", s.target, s.api, s.failures_text()));
     }
     out
 }

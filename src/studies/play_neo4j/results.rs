@@ -247,6 +247,9 @@ pub struct Parameters {
     /// blocklab's non-blocking client's connections (`--db-async-connections`; null: the embedded database).
     #[serde(default)]
     pub db_async_connections: Option<usize>,
+    /// blocklab's limit for one database read (`--db-timeout`, ms; null: the embedded database).
+    #[serde(default)]
+    pub db_timeout_ms: Option<f64>,
     /// blocklab's server stack (`--model`): `reactive` (hyper + axum) or `lean`.
     #[serde(default)]
     pub server_model: String,

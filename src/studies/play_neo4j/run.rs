@@ -342,6 +342,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             db_latency_ms: plan.db_latency.as_secs_f64() * 1000.0,
             db_pool: networked.then_some(plan.db_settings.pool),
             db_async_connections: networked.then_some(plan.db_settings.async_connections),
+            db_timeout_ms: networked.then_some(plan.db_settings.timeout.as_secs_f64() * 1000.0),
             server_model: plan.model.to_string(),
             embedded_read: plan.embedded_read.map(|r| r.to_string()),
             nodes: plan.nodes,
@@ -1034,8 +1035,8 @@ fn stall_once(
     let scraped = matches!(target, Target::Blocklab(_));
     let label = format!("endpoint=\"{}\"", api.path());
     let pid = crate::proc::Pid::Of(server.pid());
-    // Per second: the most threads and requests in flight seen in it.
-    let mut held: std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)> = Default::default();
+    // Per second: the most threads, requests in flight and pool waiters seen in it.
+    let mut held: std::collections::BTreeMap<u64, Held> = Default::default();
     let (mut stalled, mut restored) = (false, false);
     let mut failure = None;
     let status = loop {
@@ -1067,9 +1068,15 @@ fn stall_once(
             break None;
         }
         let slot = held.entry(t.as_secs()).or_default();
-        slot.0 = slot.0.max(crate::proc::threads(pid));
+        slot.threads = slot.threads.max(crate::proc::threads(pid));
         if scraped && let Ok(s) = Scrape::fetch(addr, Duration::from_millis(200)) {
-            slot.1 = slot.1.max(Some(s.sum("blocklab_http_requests_in_flight", &[&label]) as u64));
+            slot.in_flight =
+                slot.in_flight.max(Some(s.sum("blocklab_http_requests_in_flight", &[&label]) as u64));
+            let clients =
+                ["async", "blocking"].map(|c| s.get(&format!("blocklab_db_pool_waiting{{client=\"{c}\"}}")));
+            if clients.iter().any(Option::is_some) {
+                slot.waiting = slot.waiting.max(Some(clients.iter().flatten().sum::<f64>() as u64));
+            }
         }
         std::thread::sleep(Duration::from_millis(250).saturating_sub(started.elapsed() - t));
     };
@@ -1090,6 +1097,14 @@ fn stall_once(
         .and_then(|t| serde_json::from_str(&t).ok())
         .ok_or_else(|| format!("the load generator wrote no result ({status:?})"))?;
     let seconds = stall_seconds(&report.timeline, &held);
+    let mut failures: std::collections::BTreeMap<String, u64> =
+        report.errors.iter().filter(|(_, n)| **n > 0).map(|(k, n)| (k.clone(), *n)).collect();
+    for (code, n) in &report.status_codes {
+        if code.parse::<u16>().is_ok_and(|c| c >= 400) {
+            failures.insert(format!("status {code}"), *n);
+        }
+    }
+    let longest = report.corrected_latency_ms.as_ref().unwrap_or(&report.latency_ms).max;
     let mut record = StallRecord {
         target: target.name().to_string(),
         test_id,
@@ -1107,6 +1122,9 @@ fn stall_once(
         failed_after: 0,
         peak_in_flight: None,
         peak_threads: None,
+        peak_waiting: None,
+        longest_ms: longest,
+        failures,
         survived: alive.is_ok(),
         note: alive.err().map(|why| format!("the server died: {why}")),
     };
@@ -1114,21 +1132,32 @@ fn stall_once(
     Ok(record)
 }
 
+/// What the server held in one second of a stall: the most seen in it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    /// OS threads (/proc).
+    threads: Option<u64>,
+    /// Requests in flight on the endpoint (blocklab's /metrics).
+    in_flight: Option<u64>,
+    /// Reads waiting for a pooled database connection (blocklab's /metrics).
+    waiting: Option<u64>,
+}
+
 /// The stall's seconds from the load's timeline and what the server held in
-/// each (threads, requests in flight). One row a second; the run's last,
+/// each (threads, requests in flight, pool waiters). One row a second; the run's last,
 /// cut-short second (the load stops on time) is folded into the one before,
 /// so that its answers and failures count without a rate computed over a
 /// sliver of a second.
 fn stall_seconds(
     timeline: &[crate::load::outcome::Second],
-    held: &std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>,
+    held: &std::collections::BTreeMap<u64, Held>,
 ) -> Vec<StallSecond> {
     let mut seconds: Vec<StallSecond> = Vec::with_capacity(timeline.len());
     let mut lengths: Vec<f64> = Vec::with_capacity(timeline.len());
     for s in timeline {
         let failed = s.status_4xx_5xx + s.errors.values().sum::<u64>();
         let p99_ms = s.corrected_p99_ms.unwrap_or(s.p99_ms);
-        let (threads, in_flight) = held.get(&s.second).copied().unwrap_or_default();
+        let Held { threads, in_flight, waiting } = held.get(&s.second).copied().unwrap_or_default();
         if let (true, Some(last), Some(length)) = (s.length_s < 0.5, seconds.last_mut(), lengths.last_mut()) {
             let answers = last.rps * *length + s.requests as f64;
             *length += s.length_s;
@@ -1137,6 +1166,7 @@ fn stall_seconds(
             last.p99_ms = last.p99_ms.max(p99_ms);
             last.threads = last.threads.max(threads);
             last.in_flight = last.in_flight.max(in_flight);
+            last.waiting = last.waiting.max(waiting);
             continue;
         }
         lengths.push(s.length_s);
@@ -1148,6 +1178,7 @@ fn stall_seconds(
             p99_ms,
             threads,
             in_flight,
+            waiting,
         });
     }
     seconds
@@ -1185,10 +1216,16 @@ mod tests {
             connections: 200,
         };
         let timeline = [second(0, 1.0, 500, 0), second(1, 1.0, 480, 2), second(2, 0.04, 20, 1)];
-        let held = [(1, (Some(9), Some(3))), (2, (Some(10), None))].into_iter().collect();
+        let held = [
+            (1, Held { threads: Some(9), in_flight: Some(3), waiting: Some(0) }),
+            (2, Held { threads: Some(10), in_flight: None, waiting: Some(5) }),
+        ]
+        .into_iter()
+        .collect();
         let rows = stall_seconds(&timeline, &held);
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[1].rps, rows[1].failed, rows[1].threads), (500.0 / 1.04, 3, Some(10)));
         assert_eq!((rows[0].rps, rows[0].p99_ms, rows[1].in_flight), (500.0, 3.0, Some(3)));
+        assert_eq!((rows[0].waiting, rows[1].waiting), (None, Some(5)), "the cut second's waiters fold in");
     }
 }

@@ -130,6 +130,10 @@ pub struct StallSecond {
     pub threads: Option<u64>,
     /// The server's most requests in flight on this endpoint (blocklab's /metrics; null for a peer).
     pub in_flight: Option<u64>,
+    /// The most reads seen waiting for a pooled database connection in it
+    /// (blocklab's /metrics, both its clients; null for a peer, or a client with no pool).
+    #[serde(default)]
+    pub waiting: Option<u64>,
 }
 
 /// One target's endpoint through one stall.
@@ -169,6 +173,17 @@ pub struct StallRecord {
     pub peak_in_flight: Option<u64>,
     /// The server's most OS threads.
     pub peak_threads: Option<u64>,
+    /// The most reads waiting for a pooled database connection (blocklab only).
+    #[serde(default)]
+    pub peak_waiting: Option<u64>,
+    /// The longest any request took from when it was due to its answer or
+    /// failure (ms; the open loop's corrected maximum; 0: not recorded).
+    #[serde(default)]
+    pub longest_ms: f64,
+    /// Requests that failed, by kind (the load generator's error kinds, and
+    /// `status NNN` for answers of 400 and above), over the whole run.
+    #[serde(default)]
+    pub failures: std::collections::BTreeMap<String, u64>,
     /// Whether the server was alive at the end.
     pub survived: bool,
     /// Why the figures are incomplete, or how the server ended.
@@ -202,6 +217,14 @@ impl StallRecord {
         self.failed_after = after.iter().map(|s| s.failed).sum();
         self.peak_in_flight = self.seconds.iter().filter_map(|s| s.in_flight).max();
         self.peak_threads = self.seconds.iter().filter_map(|s| s.threads).max();
+        self.peak_waiting = self.seconds.iter().filter_map(|s| s.waiting).max();
+    }
+
+    /// Its failures by kind in words (`700 status 503, 31 request_timeout`), or "none".
+    pub fn failures_text(&self) -> String {
+        let kinds: Vec<String> =
+            self.failures.iter().filter(|(_, n)| **n > 0).map(|(kind, n)| format!("{n} {kind}")).collect();
+        if kinds.is_empty() { "none".to_string() } else { kinds.join(", ") }
     }
 
     /// How it went, in one sentence, from its figures.
@@ -220,9 +243,19 @@ impl StallRecord {
             (None, Some(t)) => format!("; it ran up to {t} threads"),
             _ => String::new(),
         };
+        let waiting = match self.peak_waiting {
+            Some(0) => ", no read ever waited for a database connection".to_string(),
+            Some(w) => format!(", up to {w} reads waiting for a database connection"),
+            None => String::new(),
+        };
+        let longest = if self.longest_ms > 0.0 {
+            format!("; the longest request took {:.0} ms", self.longest_ms)
+        } else {
+            String::new()
+        };
         format!(
             "{} {} ({}, at {:.0} req/s, {:.0} req/s and p99 {:.1} ms before): {recovered}; {} requests failed during \
-             the stall and {} after{held}{}.",
+             the stall and {} after{held}{waiting}{longest}{}.",
             self.target,
             self.api,
             self.stall,
@@ -328,7 +361,16 @@ mod tests {
     }
 
     fn second(second: u64, rps: f64, p99_ms: f64, failed: u64) -> StallSecond {
-        StallSecond { second, rps, failed, p50_ms: p99_ms / 2.0, p99_ms, threads: Some(10), in_flight: None }
+        StallSecond {
+            second,
+            rps,
+            failed,
+            p50_ms: p99_ms / 2.0,
+            p99_ms,
+            threads: Some(10),
+            in_flight: None,
+            waiting: Some(second % 3),
+        }
     }
 
     #[test]
@@ -358,6 +400,9 @@ mod tests {
             failed_after: 0,
             peak_in_flight: None,
             peak_threads: None,
+            peak_waiting: None,
+            longest_ms: 0.0,
+            failures: [("status 503".to_string(), 12), ("request_timeout".to_string(), 1)].into(),
             survived: true,
             note: None,
         };
@@ -365,7 +410,8 @@ mod tests {
         assert_eq!((record.before_rps, record.before_p99_ms), (100.0, 10.0));
         assert_eq!(record.recovered_after_s, Some(3));
         assert_eq!((record.failed_during, record.failed_after), (12, 1));
-        assert_eq!(record.peak_threads, Some(10));
+        assert_eq!((record.peak_threads, record.peak_waiting), (Some(10), Some(2)));
+        assert_eq!(record.failures_text(), "1 request_timeout, 12 status 503");
         let s = record.sentence();
         assert!(
             s.contains(

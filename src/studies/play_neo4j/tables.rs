@@ -329,7 +329,9 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
             "recovered after s",
             "failed during",
             "failed after",
+            "longest ms",
             "peak in flight",
+            "peak waiting for a connection",
             "peak threads",
             "survived",
         ]
@@ -352,7 +354,9 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
                     ),
                     r.failed_during.to_string(),
                     r.failed_after.to_string(),
+                    if r.longest_ms > 0.0 { ms(r.longest_ms) } else { "—".to_string() },
                     or_dash(r.peak_in_flight),
+                    or_dash(r.peak_waiting),
                     or_dash(r.peak_threads),
                     if r.survived { "yes".to_string() } else { "**no**".to_string() },
                 ]
