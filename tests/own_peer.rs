@@ -65,6 +65,17 @@ fn an_own_peer_named_as_a_checkout_peer_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("the peer 'python-asyncio' of ") && stderr.contains("clashes"), "{stderr}");
+    // scripts/peers reads the same folders, and refuses the same clash.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers");
+    let mut command = std::process::Command::new(script);
+    command.arg("list").env("BLOCKLAB_PEER_DIRS", &clash);
+    let out = output_within(&mut command, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the peer 'python-asyncio' of ") && stderr.contains("rename the folder"),
+        "{stderr}"
+    );
     let mut command = blocklab();
     command.args(["sweep", "--peers", "/nonexistent/blocklab-peers", "--levels", "5"]);
     let out = output_within(&mut command, Duration::from_secs(30));
