@@ -7,7 +7,9 @@ use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
 use crate::failure::Failure;
+use crate::harness::peers::{Peers, add_outside_folders};
 use crate::load::args::{LOAD_EXAMPLES, LoadArgs};
+use crate::peer_check::{PEERS_EXAMPLES, PeersArgs};
 use crate::seed::{SEED_EXAMPLES, SeedArgs};
 use crate::server::args::{SERVE_EXAMPLES, ServeArgs};
 use crate::studies::args::{STUDIES_EXAMPLES, StudiesArgs};
@@ -23,6 +25,11 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+
+    /// A folder of your own peers, or one peer folder, anywhere (repeatable; also BLOCKLAB_PEER_DIRS=DIR:DIR):
+    /// its servers join sweep's and bench's targets beside peers/, built into .local/peers/ at the start.
+    #[arg(long = "peers", global = true, value_name = "DIR")]
+    pub peer_dirs: Vec<std::path::PathBuf>,
 }
 
 /// The commands.
@@ -47,6 +54,10 @@ pub enum Command {
     /// Every study: bench (study 1), then sweep (study 2), and one index page that leads to their reports.
     #[command(after_help = STUDIES_EXAMPLES)]
     Studies(StudiesArgs),
+    /// Your own server as a peer: `peers check DIR` builds a peer folder, starts it and checks it against
+    /// the contract a study holds it to.
+    #[command(after_help = PEERS_EXAMPLES)]
+    Peers(PeersArgs),
     /// One client process of a sweep level that needs more descriptors than one process may hold
     /// (started by `blocklab sweep`, not by hand).
     #[command(hide = true)]
@@ -95,6 +106,10 @@ pub fn parse() -> Result<Cli, u8> {
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<(), Failure> {
+    add_outside_folders(&cli.peer_dirs).map_err(Failure::Usage)?;
+    if matches!(cli.command, Command::Bench(_) | Command::Sweep(_) | Command::Studies(_)) {
+        outside_peers_built()?;
+    }
     if !matches!(cli.command, Command::Seed(_)) {
         // Thousands of connections need thousands of descriptors; children inherit it.
         let limit = crate::harness::raise_nofile();
@@ -108,5 +123,20 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Sweep(args) => crate::studies::robustness::sweep(&args),
         Command::Studies(args) => crate::studies::studies(&args),
         Command::SweepAgent(args) => crate::studies::robustness::agents::agent(&args),
+        Command::Peers(args) => crate::peer_check::peers(&args),
     }
+}
+
+/// The server peers of the outside folders (`--peers`, `BLOCKLAB_PEER_DIRS`),
+/// read and built before a study starts: a folder that is not a peer's or a
+/// name that clashes is a usage error, a failed build a failure.
+fn outside_peers_built() -> Result<(), Failure> {
+    let peers = Peers::of_this_checkout().map_err(Failure::Usage)?;
+    let outside: Vec<&str> = peers
+        .list
+        .iter()
+        .filter(|p| p.kind == crate::harness::peers::PeerKind::Server && peers.is_outside(p))
+        .map(|p| p.name.as_str())
+        .collect();
+    peers.build(&outside).map_err(|e| Failure::Failed(anyhow::anyhow!("--peers: {e}")))
 }

@@ -34,7 +34,8 @@
 //! And the command line: [`cli`] (the subcommands and the dispatch; each
 //! subcommand's flags live beside it: `server/args.rs`, `load/args.rs`,
 //! [`seed`], each study's `args.rs`), [`flags`] (parsers several share),
-//! [`command`] (what every command shares) and [`failure`] (exit statuses).
+//! [`command`] (what every command shares) and [`failure`] (exit statuses);
+//! [`peer_check`] (`blocklab peers check`: a peer folder held to its contract).
 //! The binary (`src/main.rs`) only parses the command line and calls
 //! [`cli::run`].
 
@@ -47,6 +48,7 @@ pub mod harness;
 pub mod http1;
 pub mod load;
 pub mod page;
+pub mod peer_check;
 pub mod proc;
 pub mod seed;
 pub mod server;

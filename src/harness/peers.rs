@@ -5,9 +5,21 @@
 //! knows no peer by name: a study asks for a peer by the name of its folder,
 //! and starts it with `scripts/peers run NAME --listen HOST:PORT`, which
 //! prints the `listening on` line every target prints.
+//!
+//! A user's own peers live anywhere: the folders of `--peers DIR` (given once,
+//! at the start of a command: [`add_outside_folders`]) and of
+//! `BLOCKLAB_PEER_DIRS` join the checkout's, under the same contract, their
+//! builds in the checkout's `.local/peers/`. Every call of `scripts/peers`
+//! passes them on in `BLOCKLAB_PEER_DIRS` ([`Peers::script_command`]), so
+//! that the script sees the peers the harness sees.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The environment variable that names peer folders outside the checkout,
+/// colon-separated (each a peer folder, or a folder of peer folders).
+pub const OUTSIDE_FOLDERS_VAR: &str = "BLOCKLAB_PEER_DIRS";
 
 /// What a peer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -107,6 +119,9 @@ pub struct Peer {
     /// neo4j-java-driver's default pool)`).
     #[serde(default)]
     pub db_pool: Option<String>,
+    /// The folder it was read from (not a key of the manifest).
+    #[serde(skip)]
+    pub folder: PathBuf,
 }
 
 impl Peer {
@@ -157,6 +172,17 @@ impl Peer {
         Ok(peer)
     }
 
+    /// Reads `dir/peer.toml`; the peer remembers `dir`. The error names the file.
+    pub fn read(dir: &Path) -> Result<Peer, String> {
+        let manifest = dir.join("peer.toml");
+        let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        let folder = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut peer = Peer::parse(&text, &name).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        peer.folder = folder;
+        Ok(peer)
+    }
+
     /// The most connections its database client opens, when its manifest says (`db_pool`).
     pub fn db_connections(&self) -> Option<u64> {
         self.db_pool.as_deref()?.split_whitespace().next()?.parse().ok()
@@ -187,22 +213,98 @@ pub struct Peers {
     pub script: PathBuf,
     /// Every peer, by name.
     pub list: Vec<Peer>,
+    /// The folders outside the checkout its peers were also read from.
+    pub outside: Vec<PathBuf>,
 }
 
 impl Peers {
     /// The peers under `root/peers/`, run by `script`.
     pub fn discover(root: &Path, script: PathBuf) -> Result<Peers, String> {
-        Ok(Peers { root: root.to_path_buf(), script, list: read_manifests(&root.join("peers"))? })
+        Peers::discover_with(root, script, &[])
+    }
+
+    /// The peers under `root/peers/` and those of the `outside` folders (each
+    /// a peer folder or a folder of them). A name two folders give is an error
+    /// that says which and how to part them; the checkout's own folder given
+    /// again is no clash.
+    pub fn discover_with(root: &Path, script: PathBuf, outside: &[PathBuf]) -> Result<Peers, String> {
+        let mut list = read_manifests(&root.join("peers"))?;
+        for dir in outside {
+            for peer in read_outside(dir)? {
+                match list.iter().find(|p| p.name == peer.name) {
+                    Some(seen) if same_folder(&seen.folder, &peer.folder) => {}
+                    Some(seen) => {
+                        return Err(format!(
+                            "the peer '{}' of {} clashes with the peer of that name in {}: rename the \
+                             folder and its name key",
+                            peer.name,
+                            peer.folder.display(),
+                            seen.folder.display()
+                        ));
+                    }
+                    None => list.push(peer),
+                }
+            }
+        }
+        list.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(Peers { root: root.to_path_buf(), script, list, outside: outside.to_vec() })
     }
 
     /// The peers of this checkout: `BLOCKLAB_ROOT` or the source tree this
-    /// binary was built from; the script is `BLOCKLAB_PEERS` or its `scripts/peers`.
+    /// binary was built from; the script is `BLOCKLAB_PEERS` or its
+    /// `scripts/peers`; with the outside folders ([`outside_folders`]).
     pub fn of_this_checkout() -> Result<Peers, String> {
         let root = std::env::var_os("BLOCKLAB_ROOT")
             .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
         let script =
             std::env::var_os("BLOCKLAB_PEERS").map_or_else(|| root.join("scripts/peers"), PathBuf::from);
-        Peers::discover(&root, script)
+        Peers::discover_with(&root, script, &outside_folders())
+    }
+
+    /// `scripts/peers`, told of the outside folders (`BLOCKLAB_PEER_DIRS`).
+    pub fn script_command(&self) -> Command {
+        let mut command = Command::new(&self.script);
+        self.pass_outside_folders(&mut command);
+        command
+    }
+
+    /// Tells `command` (a `scripts/peers`, or a wrapper of it such as
+    /// `taskset`) of the outside folders.
+    pub fn pass_outside_folders<'c>(&self, command: &'c mut Command) -> &'c mut Command {
+        if let Ok(joined) = std::env::join_paths(&self.outside)
+            && !self.outside.is_empty()
+        {
+            command.env(OUTSIDE_FOLDERS_VAR, joined);
+        }
+        command
+    }
+
+    /// Whether `peer` lives outside the checkout (a `--peers` folder's).
+    pub fn is_outside(&self, peer: &Peer) -> bool {
+        let own = self.root.join("peers");
+        let own = own.canonicalize().unwrap_or(own);
+        !peer.folder.starts_with(own)
+    }
+
+    /// Builds the peers called `names` (`scripts/peers build NAME…`, its
+    /// lines on this process's stderr); the error says which failed.
+    pub fn build(&self, names: &[&str]) -> Result<(), String> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        let status = self
+            .script_command()
+            .arg("build")
+            .args(names)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", self.script.display()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("the build of {} failed ({status}): see the lines above", names.join(" ")))
+        }
     }
 
     /// The peer called `name`.
@@ -217,7 +319,7 @@ impl Peers {
 
     /// Whether `name` is built (`scripts/peers check NAME`).
     pub fn is_built(&self, name: &str) -> bool {
-        Command::new(&self.script)
+        self.script_command()
             .args(["check", name])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -228,7 +330,7 @@ impl Peers {
     /// Why `name` cannot be built on this machine (`scripts/peers why NAME`:
     /// a missing command, a JDK too old, a Debian package), `None` when it can.
     pub fn why_not_buildable(&self, name: &str) -> Option<String> {
-        let out = Command::new(&self.script).args(["why", name]).stderr(Stdio::null()).output().ok()?;
+        let out = self.script_command().args(["why", name]).stderr(Stdio::null()).output().ok()?;
         let reason = String::from_utf8_lossy(&out.stdout).trim().to_string();
         (!reason.is_empty()).then_some(reason)
     }
@@ -243,14 +345,78 @@ pub fn read_manifests(dir: &Path) -> Result<Vec<Peer>, String> {
         Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
     };
     for entry in entries.flatten() {
-        let manifest = entry.path().join("peer.toml");
-        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
-        let peer = Peer::parse(&text, &entry.file_name().to_string_lossy())
-            .map_err(|e| format!("{}: {e}", manifest.display()))?;
-        peers.push(peer);
+        if entry.path().join("peer.toml").is_file() {
+            peers.push(Peer::read(&entry.path())?);
+        }
     }
     peers.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(peers)
+}
+
+/// The peers of a folder outside the checkout: the folder itself when it
+/// holds a `peer.toml`, else each of its folders that does. Their names
+/// become folder names under `.local/peers/`: lower-case letters, digits and
+/// dashes, as `scripts/peers` takes them.
+pub fn read_outside(dir: &Path) -> Result<Vec<Peer>, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{}: no such folder (--peers takes a peer folder or a folder of them)",
+            dir.display()
+        ));
+    }
+    let peers = if dir.join("peer.toml").is_file() { vec![Peer::read(dir)?] } else { read_manifests(dir)? };
+    if peers.is_empty() {
+        return Err(format!(
+            "{} holds no peer.toml, nor folders that do (a peer folder holds peer.toml, build, run and \
+             README.md: see peers/README.md)",
+            dir.display()
+        ));
+    }
+    if let Some(bad) = peers.iter().find(|p| !is_peer_name(&p.name)) {
+        return Err(format!(
+            "{}: the name '{}' must be lower-case letters, digits and dashes (its folder's name too)",
+            bad.folder.display(),
+            bad.name
+        ));
+    }
+    Ok(peers)
+}
+
+/// Whether `name` can name a peer: `^[a-z0-9][a-z0-9-]*$`.
+fn is_peer_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn same_folder(a: &Path, b: &Path) -> bool {
+    a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b)
+}
+
+/// The `--peers` folders given on this command line, once, at its start.
+static OUTSIDE: OnceLock<Vec<PathBuf>> = OnceLock::new();
+
+/// Adds `dirs` (the command line's `--peers`) to the outside folders every
+/// later discovery reads ([`outside_folders`]). Called once, at the start of
+/// a command; a second call is an error.
+pub fn add_outside_folders(dirs: &[PathBuf]) -> Result<(), String> {
+    let absolute = dirs.iter().map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())).collect();
+    OUTSIDE.set(absolute).map_err(|_| "the --peers folders are already set".to_string())
+}
+
+/// The peer folders outside the checkout: `BLOCKLAB_PEER_DIRS`'s, then the
+/// `--peers` folders, each once.
+pub fn outside_folders() -> Vec<PathBuf> {
+    let from_env = std::env::var_os(OUTSIDE_FOLDERS_VAR).unwrap_or_default();
+    let mut folders: Vec<PathBuf> = std::env::split_paths(&from_env)
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+        .collect();
+    for dir in OUTSIDE.get().into_iter().flatten() {
+        if !folders.contains(dir) {
+            folders.push(dir.clone());
+        }
+    }
+    folders
 }
 
 /// Whether `command` is an executable on `PATH`.
@@ -302,6 +468,54 @@ mod tests {
         std::fs::write(dir.join("web/peer.toml"), good.replace("\"web\"", "\"other\"")).unwrap();
         let err = read_manifests(&dir).unwrap_err();
         assert!(err.contains("web/peer.toml: key 'name'"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn outside_folders_join_the_checkouts_and_a_clash_is_refused() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let script = root.join("scripts/peers");
+        let dir = std::env::temp_dir().join(format!("blocklab-outside-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let manifest = |name: &str| {
+            format!(
+                "name = \"{name}\"\nkind = \"server\"\nruntime = \"python\"\nstands_for = \"x\"\n\
+                 versions = \"1\"\nendpoints = \"/test /delay\"\n"
+            )
+        };
+        for name in ["mine", "theirs", "node", "Bad_Name"] {
+            std::fs::create_dir_all(dir.join("many").join(name)).unwrap();
+        }
+        std::fs::write(dir.join("many/mine/peer.toml"), manifest("mine")).unwrap();
+        std::fs::write(dir.join("many/theirs/peer.toml"), manifest("theirs")).unwrap();
+        // One peer folder, or a folder of them; the checkout's own folder given again is no clash.
+        let peers =
+            Peers::discover_with(root, script.clone(), &[dir.join("many/mine"), root.join("peers/node")])
+                .unwrap();
+        let mine = peers.get("mine").unwrap();
+        assert!(peers.is_outside(mine) && !peers.is_outside(peers.get("node").unwrap()));
+        assert_eq!(peers.servers_of("/delay").filter(|p| p.name == "mine").count(), 1);
+        let both = Peers::discover_with(root, script.clone(), &[dir.join("many")]).unwrap();
+        assert!(both.get("mine").is_some() && both.get("theirs").is_some());
+        let command = both.script_command();
+        let passed: Vec<_> = command.get_envs().filter(|(k, _)| *k == OUTSIDE_FOLDERS_VAR).collect();
+        assert_eq!(passed, [(OUTSIDE_FOLDERS_VAR.as_ref(), Some(dir.join("many").as_os_str()))]);
+        // A name the checkout has, a folder that holds no peer, a bad name, no folder.
+        std::fs::write(dir.join("many/node/peer.toml"), manifest("node")).unwrap();
+        let err = Peers::discover_with(root, script.clone(), &[dir.join("many")]).unwrap_err();
+        assert!(
+            err.contains("the peer 'node' of ") && err.contains("clashes") && err.contains("rename"),
+            "{err}"
+        );
+        for (folder, says) in
+            [(dir.join("many/Bad_Name"), "holds no peer.toml"), (dir.join("nowhere"), "no such folder")]
+        {
+            let err = Peers::discover_with(root, script.clone(), &[folder]).unwrap_err();
+            assert!(err.contains(says), "{err}");
+        }
+        std::fs::write(dir.join("many/Bad_Name/peer.toml"), manifest("Bad_Name")).unwrap();
+        let err = Peers::discover_with(root, script, &[dir.join("many/Bad_Name")]).unwrap_err();
+        assert!(err.contains("lower-case letters, digits and dashes"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -234,7 +234,9 @@ impl Targets {
     /// pinned to `cpus` when given, `args` after its own.
     pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
         let own = ["run", &peer.name, "--listen", "127.0.0.1:0"].map(String::from);
-        pinned(self.peers.script.clone(), &own, cpus, args)
+        let mut command = pinned(self.peers.script.clone(), &own, cpus, args);
+        self.peers.pass_outside_folders(&mut command);
+        command
     }
 }
 
