@@ -54,6 +54,16 @@ fn a_peer_that_keeps_the_contract_passes() {
 }
 
 #[test]
+fn a_repository_peer_checked_by_its_folder_passes() {
+    // The repository's own folder, named again: the same peer, not a clash (scripts/peers read it
+    // twice and stopped, silently, until it learnt not to).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/python-asyncio");
+    let (status, out, err) = check(&dir, &[]);
+    assert_eq!(status, Some(0), "{out}{err}");
+    assert!(out.contains("python-asyncio: all 7 checks passed"), "{out}");
+}
+
+#[test]
 fn a_folder_without_peer_toml_is_told_what_to_write() {
     let peer = OwnPeer::new("check-empty", "/test /delay", &[], "");
     std::fs::remove_file(peer.dir().join("peer.toml")).unwrap();
