@@ -100,6 +100,11 @@ pub struct SweepArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
     pub connections_per_address: usize,
 
+    /// lean's worker processes sharing its port (serve --processes) [default: as many as the highest
+    /// level needs, each under the descriptor limit less 1024: 3 for 50000 at RLIMIT_NOFILE 20000].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64), value_name = "N")]
+    pub lean_processes: Option<usize>,
+
     /// Connections one client process holds before a level is split over more processes
     /// [default: the descriptor limit less a spare]; a test knob, as above.
     #[arg(long, hide = true, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
@@ -171,6 +176,7 @@ impl SweepArgs {
             per_address: self.connections_per_address,
             per_process: self.connections_per_process,
             quick: self.quick,
+            lean_processes: self.lean_processes,
         })
     }
 }

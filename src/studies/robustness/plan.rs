@@ -74,6 +74,9 @@ pub struct SweepPlan {
     pub per_process: Option<usize>,
     /// `--quick`: a first look, and its report says so.
     pub quick: bool,
+    /// `lean`'s worker processes (`--lean-processes`; `None`: as many as
+    /// the highest level needs, [`super::run::lean_processes`]).
+    pub lean_processes: Option<usize>,
 }
 
 /// The path every swept target must serve.
