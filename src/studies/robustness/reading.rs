@@ -152,14 +152,25 @@ pub fn held_and_survived(targets: &[TargetResult], delay_ms: u64) -> Vec<String>
         .map(|t| {
             let held = held(t, delay_ms);
             let survived = survived(t);
-            let held_words = match held {
+            let limit_s = held_max_ms(delay_ms) / 1e3;
+            let mut held_words = match held {
                 Some(s) => format!(
-                    "held {} (100 %, the slowest answer {:.2} s)",
+                    "held {} (100 %, the slowest answer {:.2} s, within {limit_s:.1} s)",
                     s.level,
                     s.max_ms.unwrap_or(0.0) / 1e3
                 ),
                 None => format!("held no level (100 % with the slowest answer within {:.1} s)", held_max_ms(delay_ms) / 1e3),
             };
+            // Every request answered at a higher level, but too slowly to count as held.
+            if let Some(full) = t.steps.iter().rev().find(|s| {
+                s.status == StepStatus::Run && s.success_rate == Some(1.0) && s.level > held.map_or(0, |h| h.level)
+            }) {
+                held_words += &format!(
+                    ", and answered every request up to {} but slower (the slowest {:.2} s)",
+                    full.level,
+                    full.max_ms.unwrap_or(0.0) / 1e3
+                );
+            }
             let last = t.steps.last().map(|s| s.level);
             let survived_words = match survived {
                 Some(s) if Some(s.level) == last => format!("survived {} (the sweep's last level)", s.level),
@@ -558,17 +569,18 @@ mod tests {
         let sentences = held_and_survived(&[lean, go, netty], 5000);
         assert_eq!(
             sentences[0],
-            "lean: held 25000 (100 %, the slowest answer 5.07 s); survived 50000 (the sweep's last level); past 25000, \
+            "lean: held 25000 (100 %, the slowest answer 5.07 s, within 5.5 s); survived 50000 (the sweep's last level); past 25000, \
              at 50000: 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
         );
         assert_eq!(
             sentences[1],
-            "go: held 2000 (100 %, the slowest answer 5.20 s); survived 5000; past 2000, at 5000: 5000 served, 0 \
+            "go: held 2000 (100 %, the slowest answer 5.20 s, within 5.5 s), and answered every request up to \
+             5000 but slower (the slowest 7.00 s); survived 5000; past 2000, at 5000: 5000 served, 0 \
              refused, 0 timed out; at 10000: 3000 served, 0 refused, 7000 timed out; then it was OOM-killed at 10000."
         );
         assert_eq!(
             sentences[2],
-            "netty: held 18000 (100 %, the slowest answer 5.30 s); survived 18000; 25000 and above not run: over its \
+            "netty: held 18000 (100 %, the slowest answer 5.30 s, within 5.5 s); survived 18000; 25000 and above not run: over its \
              20000 descriptors, with no admission control to refuse the rest."
         );
     }
