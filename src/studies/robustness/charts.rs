@@ -305,20 +305,8 @@ mod tests {
             ..Step::not_run(level, StepStatus::Run)
         };
         let target = |name: &str, family: Family, steps: Vec<Step>| TargetResult {
-            name: name.to_string(),
-            family,
-            command: None,
-            cap_bytes: None,
-            cap: String::new(),
             steps,
-            died: None,
-            recoveries: Vec::new(),
-            highest_full_success: None,
-            per_request: None,
-            client_failures: Vec::new(),
-            warmup: None,
-            admission: false,
-            descriptor_limit: None,
+            ..TargetResult::new(name, family)
         };
         let targets = [
             target("lean", Family::Blocklab, vec![step(1000, 1000, 0, 0), step(50_000, 30_000, 20_000, 0)]),

@@ -152,23 +152,24 @@ pub fn held_and_survived(targets: &[TargetResult], delay_ms: u64) -> Vec<String>
         .map(|t| {
             let held = held(t, delay_ms);
             let survived = survived(t);
-            let limit_s = held_max_ms(delay_ms) / 1e3;
+            // In whole milliseconds, as the per-level table gives them.
+            let limit_ms = held_max_ms(delay_ms);
             let mut held_words = match held {
                 Some(s) => format!(
-                    "held {} (100 %, the slowest answer {:.2} s, within {limit_s:.1} s)",
+                    "held {} (100 %, the slowest answer {:.0} ms, within {limit_ms:.0} ms)",
                     s.level,
-                    s.max_ms.unwrap_or(0.0) / 1e3
+                    s.max_ms.unwrap_or(0.0)
                 ),
-                None => format!("held no level (100 % with the slowest answer within {:.1} s)", held_max_ms(delay_ms) / 1e3),
+                None => format!("held no level (100 % with the slowest answer within {limit_ms:.0} ms)"),
             };
             // Every request answered at a higher level, but too slowly to count as held.
             if let Some(full) = t.steps.iter().rev().find(|s| {
                 s.status == StepStatus::Run && s.success_rate == Some(1.0) && s.level > held.map_or(0, |h| h.level)
             }) {
                 held_words += &format!(
-                    ", and answered every request up to {} but slower (the slowest {:.2} s)",
+                    ", and answered every request up to {} but slower (the slowest {:.0} ms)",
                     full.level,
-                    full.max_ms.unwrap_or(0.0) / 1e3
+                    full.max_ms.unwrap_or(0.0)
                 );
             }
             let last = t.steps.last().map(|s| s.level);
@@ -483,20 +484,10 @@ mod tests {
         let at_10000 =
             Step { success_rate: Some(0.3), alive_after: Some(true), ..held(10_000, 9_000.0, None) };
         let target = TargetResult {
-            name: "spring-webflux".to_string(),
-            family: crate::page::Family::Jvm,
-            command: None,
-            cap_bytes: None,
-            cap: "none".to_string(),
             steps: vec![held(2000, 5_900.0, None), at_5000, at_10000],
-            died: None,
             recoveries: vec![Recovery { level: 5000, after_s: 7.5, detail: "timed out".to_string() }],
             highest_full_success: Some(2000),
-            per_request: None,
-            client_failures: Vec::new(),
-            warmup: None,
-            admission: false,
-            descriptor_limit: None,
+            ..TargetResult::new("spring-webflux", crate::page::Family::Jvm)
         };
         let verdict = verdict(&target);
         assert_eq!(verdict, "100 % up to 2000; recovered after 7.5 s at 5000; alive to the end");
@@ -504,22 +495,7 @@ mod tests {
     }
 
     fn target(name: &str, steps: Vec<Step>) -> TargetResult {
-        TargetResult {
-            name: name.to_string(),
-            family: crate::page::Family::Blocklab,
-            command: None,
-            cap_bytes: None,
-            cap: String::new(),
-            steps,
-            died: None,
-            recoveries: Vec::new(),
-            highest_full_success: None,
-            per_request: None,
-            client_failures: Vec::new(),
-            warmup: None,
-            admission: false,
-            descriptor_limit: None,
-        }
+        TargetResult { steps, ..TargetResult::new(name, crate::page::Family::Blocklab) }
     }
 
     fn ran(level: usize, ok: usize, refused: usize, timeout: usize, max_ms: f64) -> Step {
@@ -569,18 +545,18 @@ mod tests {
         let sentences = held_and_survived(&[lean, go, netty], 5000);
         assert_eq!(
             sentences[0],
-            "lean: held 25000 (100 %, the slowest answer 5.07 s, within 5.5 s); survived 50000 (the sweep's last level); past 25000, \
+            "lean: held 25000 (100 %, the slowest answer 5070 ms, within 5500 ms); survived 50000 (the sweep's last level); past 25000, \
              at 50000: 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
         );
         assert_eq!(
             sentences[1],
-            "go: held 2000 (100 %, the slowest answer 5.20 s, within 5.5 s), and answered every request up to \
-             5000 but slower (the slowest 7.00 s); survived 5000; past 2000, at 5000: 5000 served, 0 \
+            "go: held 2000 (100 %, the slowest answer 5200 ms, within 5500 ms), and answered every request up \
+             to 5000 but slower (the slowest 7000 ms); survived 5000; past 2000, at 5000: 5000 served, 0 \
              refused, 0 timed out; at 10000: 3000 served, 0 refused, 7000 timed out; then it was OOM-killed at 10000."
         );
         assert_eq!(
             sentences[2],
-            "netty: held 18000 (100 %, the slowest answer 5.30 s, within 5.5 s); survived 18000; 25000 and above not run: over its \
+            "netty: held 18000 (100 %, the slowest answer 5300 ms, within 5500 ms); survived 18000; 25000 and above not run: over its \
              20000 descriptors, with no admission control to refuse the rest."
         );
     }

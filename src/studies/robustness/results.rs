@@ -186,6 +186,26 @@ pub struct TargetResult {
 }
 
 impl TargetResult {
+    /// A target before anything is known of it: no step, no cap, no death.
+    pub fn new(name: &str, family: crate::page::Family) -> TargetResult {
+        TargetResult {
+            name: name.to_string(),
+            family,
+            command: None,
+            cap_bytes: None,
+            cap: "none".to_string(),
+            steps: Vec::new(),
+            died: None,
+            recoveries: Vec::new(),
+            highest_full_success: None,
+            per_request: None,
+            client_failures: Vec::new(),
+            warmup: None,
+            admission: false,
+            descriptor_limit: None,
+        }
+    }
+
     /// The levels not run for want of descriptors.
     pub fn limited_levels(&self) -> Vec<usize> {
         self.steps.iter().filter(|s| s.status == StepStatus::NotRunLimit).map(|s| s.level).collect()

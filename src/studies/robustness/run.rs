@@ -285,22 +285,7 @@ fn sweep_target(
     descriptor_limit: Option<u64>,
 ) -> TargetResult {
     let name = target.name();
-    let mut result = TargetResult {
-        name: name.clone(),
-        family: target.family(),
-        command: None,
-        cap_bytes: None,
-        cap: "none".to_string(),
-        steps: Vec::new(),
-        died: None,
-        recoveries: Vec::new(),
-        highest_full_success: None,
-        per_request: None,
-        client_failures: Vec::new(),
-        warmup: None,
-        admission: false,
-        descriptor_limit: None,
-    };
+    let mut result = TargetResult::new(&name, target.family());
     let (addr, host, path) = match target {
         Target::Url(service) => {
             result.cap = "none: a running service (--url) is not managed".to_string();
