@@ -30,6 +30,16 @@ pub fn threads(pid: Pid) -> Option<u64> {
     Some(process(pid)?.status().ok()?.threads)
 }
 
+/// The descriptors `pid` may open now: its soft `RLIMIT_NOFILE`
+/// (`u64::MAX` when unlimited). A JVM and Go raise theirs to the hard limit
+/// as they start, so read it once the process is up.
+pub fn open_files_limit(pid: Pid) -> Option<u64> {
+    match process(pid)?.limits().ok()?.max_open_files.soft_limit {
+        procfs::process::LimitValue::Value(n) => Some(n),
+        procfs::process::LimitValue::Unlimited => Some(u64::MAX),
+    }
+}
+
 /// User plus system CPU time `pid` has used.
 pub fn cpu_time(pid: Pid) -> Option<Duration> {
     let stat = process(pid)?.stat().ok()?;

@@ -404,42 +404,98 @@ async fn connections_beyond_the_per_address_count_come_from_the_next_loopback_ad
     assert_eq!(peers, expected);
 }
 
-/// Levels whose connections do not fit under the descriptor limit are not
-/// run, said so, and the lower ones run: under a limit of 1200, 50 fits
-/// (with the 1024 kept spare), 500 does not — unless the sweep may raise its
-/// hard limit (CAP_SYS_RESOURCE), in which case 500 runs.
+/// Under a descriptor limit of 1200, of which 1024 are kept spare: `pool`,
+/// which has no admission control, is not run at 500 (its own limit, read
+/// from it, allows 176), and the report says why; `lean` runs every level,
+/// restarted with as many worker processes as the level needs (⌈500 / 176⌉
+/// = 3), its 500 requests sent by as many client processes and merged —
+/// unless the sweep may raise its hard limit (CAP_SYS_RESOURCE), in which
+/// case every level runs.
 #[test]
-fn levels_beyond_the_descriptor_limit_are_not_run_and_said_so() {
-    let server = Listening::serve(&["--model", "lean", "--workers", "1"]);
+fn a_target_without_admission_control_is_not_run_past_its_descriptors_and_lean_gets_workers() {
     let dir = temp_dir("sweep-nofile");
-    let url = format!("http://{}/delay?ms=50", server.addr);
     let mut limited = std::process::Command::new("prlimit");
     limited.arg("--nofile=1200:1200").arg(env!("CARGO_BIN_EXE_blocklab")).env("RUST_LOG", "warn");
-    let (out, results) =
-        sweep_in(limited, &dir, &["--url", &url, "--levels", "50,500", "--timeout", "5s"], &[]);
+    let args = ["--targets", "lean,pool", "--levels", "50,500", "--delay", "100ms", "--timeout", "10s"];
+    let (out, results) = sweep_in(limited, &dir, &args, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     common::validate_schema("schema/sweep-results.json", &results);
-    let t = target(&results, &url);
+    let (lean, pool) = (target(&results, "lean"), target(&results, "pool"));
     if results["descriptor_limit"].as_u64().unwrap() >= 500 + 1024 {
-        assert_eq!(t["highest_full_success"], 500, "raised, so run: {t:#}");
+        assert_eq!(pool["highest_full_success"], 500, "raised, so run: {pool:#}");
         return;
     }
-    assert_eq!(results["descriptor_limit"], 1200);
-    assert_eq!(t["highest_full_success"], 50, "{t:#}");
-    assert_eq!(t["steps"][1]["status"], "not_run_limit", "{t:#}");
-    assert!(
-        results["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("levels 500 are not run")),
-        "{results:#}"
-    );
+    assert_eq!(pool["admission"], false);
+    assert_eq!(pool["descriptor_limit"], 1200, "{pool:#}");
+    assert_eq!(pool["steps"][0]["status"], "run", "{pool:#}");
+    assert_eq!(pool["steps"][1]["status"], "not_run_limit", "{pool:#}");
+    assert_eq!(lean["admission"], true);
+    assert_eq!(lean["highest_full_success"], 500, "{lean:#}");
+    assert_eq!(lean["steps"][0]["workers"], 1, "{lean:#}");
+    assert_eq!(lean["steps"][1]["workers"], 3, "{lean:#}");
+    assert_eq!(lean["steps"][1]["load"]["processes"], 3, "{lean:#}");
+    assert_eq!(lean["steps"][1]["load"]["outcomes"]["ok"], 500, "{lean:#}");
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(
-        md.contains("not run: descriptor limit") && md.contains("Not run for want of descriptors"),
+        md.contains("| pool | 500 |")
+            && md.contains("not run: over its 1200 descriptors, no admission control"),
         "{md}"
     );
+    assert!(
+        md.contains("pool: held 50 ") && md.contains("500 and above not run: over its 1200 descriptors"),
+        "{md}"
+    );
+    assert!(md.contains("| lean | 500 | 100.0 | 0 | 0 | 0 |"), "{md}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("restarted with 3 worker processes for 500"));
+}
+
+/// A 503 is a refusal, its own outcome: lean, one worker process under a
+/// limit of 400 descriptors, sent 600 requests at once by two client
+/// processes, admits what its descriptors allow and refuses the rest at
+/// once, from the descriptor it keeps in reserve. Every request is served
+/// or refused, none times out, lean is alive after; the table, the reading
+/// and the chart count the refusals.
+#[test]
+fn refusals_are_counted_apart_from_timeouts_and_failures() {
+    let dir = temp_dir("sweep-refused");
+    let mut limited = std::process::Command::new("prlimit");
+    limited.arg("--nofile=400:400").arg(env!("CARGO_BIN_EXE_blocklab")).env("RUST_LOG", "warn");
+    let args = [
+        "--targets",
+        "lean",
+        "--lean-processes",
+        "1",
+        "--levels",
+        "600",
+        "--delay",
+        "300ms",
+        "--timeout",
+        "20s",
+        "--connections-per-process",
+        "300",
+    ];
+    let (out, results) = sweep_in(limited, &dir, &args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    common::validate_schema("schema/sweep-results.json", &results);
+    let lean = target(&results, "lean");
+    if results["descriptor_limit"].as_u64().unwrap() > 400 {
+        return; // raised (CAP_SYS_RESOURCE): lean admits all 600
+    }
+    let step = &lean["steps"][0];
+    let outcomes = &step["load"]["outcomes"];
+    let count = |name: &str| outcomes[name].as_u64().unwrap_or(0);
+    assert!(count("refused") >= 100, "{step:#}");
+    assert!(count("ok") >= 200, "{step:#}");
+    assert_eq!(count("ok") + count("refused"), 600, "nothing but served and refused: {step:#}");
+    assert_eq!(step["alive_after"], true, "{step:#}");
+    assert!(step["load"]["refused_max_ms"].as_f64().unwrap() < 10_000.0, "{step:#}");
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    let row = format!("| lean | 600 | {:.1} | {} | 0 | 0 |", count("ok") as f64 / 6.0, count("refused"));
+    assert!(md.contains(&row), "no row {row} in {md}");
+    let sentence = format!("at 600: {} served, {} refused (each within", count("ok"), count("refused"));
+    assert!(md.contains(&sentence), "no {sentence:?} in {md}");
+    let chart = std::fs::read_to_string(dir.join("charts/outcomes.svg")).unwrap();
+    assert!(chart.contains("Refused") && chart.contains("Timed out"), "outcomes.svg has no panels");
 }
 
 /// `--client jmeter`: every step sent by the seed's JMeter, its JTL read

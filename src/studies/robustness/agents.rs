@@ -57,6 +57,7 @@ struct Report {
     connect_max_ms: f64,
     outcomes: BTreeMap<String, usize>,
     ok_ms: Vec<f64>,
+    refused_max_ms: f64,
     wall_ms: f64,
     send_spread_ms: f64,
     sources: Vec<std::net::IpAddr>,
@@ -84,6 +85,7 @@ pub fn agent(args: &AgentArgs) -> Result<(), Failure> {
         connect_max_ms: load.connect_max_ms,
         outcomes: load.outcomes.iter().map(|(k, v)| ((*k).to_string(), *v)).collect(),
         ok_ms: load.ok_ms,
+        refused_max_ms: load.refused_max_ms,
         wall_ms: load.wall_ms,
         send_spread_ms: load.send_spread_ms,
         sources,
@@ -201,6 +203,7 @@ fn merge(load: &mut StepLoad, r: Report, offset_ms: f64) {
         *load.outcomes.entry(outcome.name()).or_default() += n;
     }
     load.ok_ms.extend(r.ok_ms);
+    load.refused_max_ms = load.refused_max_ms.max(r.refused_max_ms);
     load.wall_ms = load.wall_ms.max(offset_ms + r.wall_ms);
     load.send_spread_ms = load.send_spread_ms.max(offset_ms + r.send_spread_ms);
 }
@@ -236,6 +239,7 @@ mod tests {
             connect_max_ms: 3.0,
             outcomes: [("ok".to_string(), ok), ("timeout".to_string(), timeout)].into_iter().collect(),
             ok_ms: ms,
+            refused_max_ms: 0.0,
             wall_ms: 5000.0,
             send_spread_ms: 1.0,
             sources: vec!["127.0.0.1".parse().unwrap()],

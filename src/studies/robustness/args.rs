@@ -18,8 +18,10 @@ A target that died is reported with how and where; its later levels are not run.
 stopped answering and answered again within --recheck is reported as recovered (after how
 many seconds), and its later levels run.
 JVM targets are warmed up first (300 /test, 300 short /delay). Beyond 25,000 connections
-a level's connections come from 127.0.0.2, 127.0.0.3, …; a level that needs more
-descriptors than RLIMIT_NOFILE allows (the sweep raises it when it may) is not run.
+a level's connections come from 127.0.0.2, 127.0.0.3, …; past one process's descriptors
+(RLIMIT_NOFILE) a level is sent by several client processes, lean runs as several worker
+processes, and a target without admission control is not run. A 503 or a close before the
+request counts as refused, apart from timeouts.
 
 Examples:
   blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
@@ -43,7 +45,7 @@ pub struct SweepArgs {
     pub targets: Option<Vec<String>>,
 
     /// Concurrent requests per step, comma-separated, ascending, up to 60000 [default:
-    /// 100,200,400,600,700,800,1000,2000,5000,10000]; beyond 25,000 connections come from more loopback
+    /// 100,400,600,700,800,1000,2000,5000,10000,25000]; beyond 25,000 connections come from more loopback
     /// addresses (127.0.0.2, …).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=60_000), value_name = "LIST")]
     pub levels: Option<Vec<u32>>,
@@ -99,6 +101,11 @@ pub struct SweepArgs {
     #[arg(long, hide = true, default_value_t = super::step::CONNECTIONS_PER_ADDRESS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), value_name = "N")]
     pub connections_per_address: usize,
+
+    /// lean's worker processes sharing its port (serve --processes) [default: as many as the highest
+    /// level needs, each under the descriptor limit less 1024: 3 for 50000 at RLIMIT_NOFILE 20000].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64), value_name = "N")]
+    pub lean_processes: Option<usize>,
 
     /// Connections one client process holds before a level is split over more processes
     /// [default: the descriptor limit less a spare]; a test knob, as above.
@@ -171,6 +178,7 @@ impl SweepArgs {
             per_address: self.connections_per_address,
             per_process: self.connections_per_process,
             quick: self.quick,
+            lean_processes: self.lean_processes,
         })
     }
 }

@@ -5,8 +5,9 @@
 
 use plotters::prelude::*;
 
-use super::results::{Step, StepStatus, SweepResults};
+use super::results::{Step, StepStatus, SweepResults, TargetResult};
 use super::seed::{MAX_MARKS, SEED_DELAY_MS, SUCCESS_MARKS, SeedMark};
+use super::step::Outcome;
 use crate::page::{Chart, DrawError, Family, canvas, color, draw_family_line, draw_legend};
 
 /// One target's line: its name, its family and its points.
@@ -54,6 +55,10 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
         if let Ok(svg) = lines_chart(&title, y_desc, &lines, marks) {
             charts.push(Chart { file: file.to_string(), title, svg });
         }
+    }
+    if let Ok(svg) = outcomes_chart(&results.targets) {
+        let title = "Served, refused and timed-out requests over concurrent requests".to_string();
+        charts.push(Chart { file: "outcomes.svg".to_string(), title, svg });
     }
     if let Ok(svg) = per_request_chart(results) {
         let title = "Memory per in-flight request (KiB), over the levels held at 100 %".to_string();
@@ -129,7 +134,59 @@ fn per_request_chart(results: &SweepResults) -> Result<String, DrawError> {
     Ok(svg)
 }
 
+/// How each level's requests ended, one panel per kind, one line per
+/// target in the same colours and markers as the other charts: served (2xx
+/// within the timeout), refused (a 503 or a close before the request: a
+/// server that degrades), timed out (no answer, or no connection, within
+/// the timeout: a server that hangs or is gone).
+fn outcomes_chart(targets: &[TargetResult]) -> Result<String, DrawError> {
+    type Count = fn(&super::step::StepLoad) -> usize;
+    let panels: [(&str, Count); 3] = [
+        ("Served (2xx within the timeout)", |l| l.count(Outcome::Ok)),
+        ("Refused (503, or closed before the request)", |l| l.count(Outcome::Refused)),
+        ("Timed out (no answer or no connection in time)", super::step::StepLoad::timed_out),
+    ];
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg, (900, 1440))?;
+        for (area, (title, count)) in root.split_evenly((3, 1)).iter().zip(panels) {
+            let lines: Vec<Line> = targets
+                .iter()
+                .map(|t| {
+                    let points = t
+                        .steps
+                        .iter()
+                        .filter_map(|s| Some((s.level as f64, count(s.load.as_ref()?) as f64)))
+                        .collect();
+                    (t.name.clone(), t.family, points)
+                })
+                .collect();
+            draw_lines(area, title, "requests", &lines, &[])?;
+        }
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 fn lines_chart(title: &str, y_desc: &str, lines: &[Line], marks: &[SeedMark]) -> Result<String, DrawError> {
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg, (900, 520))?;
+        draw_lines(&root, title, y_desc, lines, marks)?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// One line per target over the levels (log scale) on `area`, with the
+/// seed's `marks` beside them.
+fn draw_lines(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    y_desc: &str,
+    lines: &[Line],
+    marks: &[SeedMark],
+) -> Result<(), DrawError> {
     let xs: Vec<f64> = lines
         .iter()
         .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
@@ -144,10 +201,8 @@ fn lines_chart(title: &str, y_desc: &str, lines: &[Line], marks: &[SeedMark]) ->
     let x_hi = xs.iter().copied().fold(0.0, f64::max);
     let (x_lo, x_hi) = if x_lo.is_finite() && x_hi > x_lo { (x_lo * 0.8, x_hi * 1.25) } else { (1.0, 10.0) };
     let y_hi = ys.iter().copied().fold(0.0, f64::max).max(1.0) * 1.12;
-    let mut svg = String::new();
     {
-        let root = canvas(&mut svg, (900, 520))?;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(area)
             .caption(title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(42)
@@ -187,9 +242,8 @@ fn lines_chart(title: &str, y_desc: &str, lines: &[Line], marks: &[SeedMark]) ->
                 });
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present()?;
     }
-    Ok(svg)
+    Ok(())
 }
 
 /// A log axis label only at 1, 2 and 5 × 10^k: the others crowd each other.
@@ -234,6 +288,46 @@ mod tests {
 
     fn hex(c: RGBColor) -> String {
         format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    }
+
+    #[test]
+    fn the_outcomes_chart_draws_each_target_in_three_panels() {
+        use crate::studies::robustness::results::StepStatus;
+        use crate::studies::robustness::step::StepLoad;
+        let step = |level: usize, ok: usize, refused: usize, timeout: usize| Step {
+            load: Some(StepLoad {
+                outcomes: [("ok", ok), ("refused", refused), ("timeout", timeout)]
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0)
+                    .collect(),
+                ..StepLoad::default()
+            }),
+            ..Step::not_run(level, StepStatus::Run)
+        };
+        let target = |name: &str, family: Family, steps: Vec<Step>| TargetResult {
+            steps,
+            ..TargetResult::new(name, family)
+        };
+        let targets = [
+            target("lean", Family::Blocklab, vec![step(1000, 1000, 0, 0), step(50_000, 30_000, 20_000, 0)]),
+            // A level not run draws no point.
+            target(
+                "go",
+                Family::Go,
+                vec![step(1000, 1000, 0, 0), Step::not_run(50_000, StepStatus::NotRunDown)],
+            ),
+        ];
+        let svg = outcomes_chart(&targets).expect("drawn");
+        for (i, (family, points)) in [(Family::Blocklab, 2), (Family::Go, 1)].into_iter().enumerate() {
+            let colour = hex(PALETTE[i]);
+            let (tag, vertices) = element(family);
+            let markers = fills(&svg, tag, vertices).iter().filter(|f| **f == colour).count();
+            // Its points and a legend entry in each of the three panels.
+            assert_eq!(markers, 3 * (points + 1), "{family:?}: {markers} {tag} markers in {colour}");
+        }
+        for panel in ["Served", "Refused", "Timed out"] {
+            assert!(svg.contains(panel), "no {panel} panel");
+        }
     }
 
     #[test]

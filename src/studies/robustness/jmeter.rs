@@ -117,13 +117,16 @@ pub fn read_jtl(text: &str, level: usize) -> Result<StepLoad, String> {
         last_end = last_end.max(sample.time_stamp + sample.elapsed);
         load.connect_max_ms = load.connect_max_ms.max(sample.connect as f64);
         let outcome = outcome_of(&sample);
+        if outcome == Outcome::Refused {
+            load.refused_max_ms = load.refused_max_ms.max(sample.elapsed as f64);
+        }
         if outcome == Outcome::Ok {
             load.ok_ms.push(sample.elapsed as f64);
         } else {
             let message = format!("{} {}", sample.response_code, sample.response_message);
             *messages.entry(message.trim().chars().take(120).collect()).or_default() += 1;
         }
-        if !matches!(outcome, Outcome::Refused | Outcome::ConnectTimeout | Outcome::LoadSide) {
+        if !matches!(outcome, Outcome::ConnectRefused | Outcome::ConnectTimeout | Outcome::LoadSide) {
             load.connected += 1;
         }
         *load.outcomes.entry(outcome.name()).or_default() += 1;
@@ -151,6 +154,8 @@ fn outcome_of(sample: &Sample) -> Outcome {
     if let Ok(code) = sample.response_code.trim().parse::<u16>() {
         return if sample.success == "true" && (200..300).contains(&code) {
             Outcome::Ok
+        } else if code == 503 {
+            Outcome::Refused
         } else {
             Outcome::Status
         };
@@ -166,7 +171,7 @@ fn outcome_of(sample: &Sample) -> Outcome {
     } else if has("ConnectTimeoutException") || has("connect timed out") {
         Outcome::ConnectTimeout
     } else if has("ConnectException") || has("Connection refused") {
-        Outcome::Refused
+        Outcome::ConnectRefused
     } else if has("SocketTimeoutException") || has("Read timed out") {
         Outcome::Timeout
     } else if has("NoHttpResponseException") || has("failed to respond") {
@@ -194,19 +199,22 @@ mod tests {
              Connection refused,t 1-3,text,false,,0,0,3,3,http://a/delay,0,0,2\n\
              1010,60001,GET /delay,Non HTTP response code: java.net.SocketTimeoutException,Non HTTP response \
              message: Read timed out,t 1-4,text,false,,0,0,3,3,http://a/delay,0,0,1\n\
-             1011,5,GET /delay,503,Service Unavailable,t 1-5,text,false,,0,0,3,3,http://a/delay,0,0,1\n"
+             1011,5,GET /delay,503,Service Unavailable,t 1-5,text,false,,0,0,3,3,http://a/delay,0,0,1\n\
+             1012,7,GET /delay,500,Server Error,t 1-6,text,false,,0,0,3,3,http://a/delay,0,0,1\n"
         );
-        let load = read_jtl(&jtl, 6).unwrap();
+        let load = read_jtl(&jtl, 7).unwrap();
         assert_eq!(load.count(Outcome::Ok), 2);
-        assert_eq!(load.count(Outcome::Refused), 1);
+        assert_eq!(load.count(Outcome::ConnectRefused), 1);
         assert_eq!(load.count(Outcome::Timeout), 1);
-        assert_eq!(load.count(Outcome::Status), 1);
+        assert_eq!(load.count(Outcome::Refused), 1, "the 503");
+        assert_eq!(load.refused_max_ms, 5.0);
+        assert_eq!(load.count(Outcome::Status), 1, "the 500");
         assert_eq!(load.count(Outcome::LoadSide), 1, "the missing sample");
-        assert_eq!(load.outcomes.values().sum::<usize>(), 6);
+        assert_eq!(load.outcomes.values().sum::<usize>(), 7);
         assert_eq!((load.quantile_ms(0.0), load.quantile_ms(1.0)), (Some(1088.0), Some(1090.0)));
-        assert_eq!(load.send_spread_ms, 11.0);
+        assert_eq!(load.send_spread_ms, 12.0);
         assert_eq!(load.wall_ms, 61_011.0 - 1000.0);
         assert_eq!(load.connect_max_ms, 65.0);
-        assert!(read_jtl(&jtl, 4).is_err(), "more samples than threads");
+        assert!(read_jtl(&jtl, 5).is_err(), "more samples than threads");
     }
 }

@@ -8,7 +8,7 @@ use super::step::Outcome;
 /// Sentences that explain the sweep, one or two per target.
 pub fn reading(results: &SweepResults) -> Vec<String> {
     let delay_s = results.delay_ms as f64 / 1e3;
-    let mut out = Vec::new();
+    let mut out = held_and_survived(&results.targets, results.delay_ms);
     for t in &results.targets {
         let run: Vec<&Step> = t.steps.iter().filter(|s| s.status == StepStatus::Run).collect();
         let cap = t.cap_bytes.map_or("uncapped".to_string(), |b| format!("under a {} MiB cap", b >> 20));
@@ -97,25 +97,130 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
         .iter()
         .filter(|t| t.died.is_none())
         .filter_map(|t| {
-            let levels: Vec<String> = t
-                .steps
-                .iter()
-                .filter(|s| s.status == StepStatus::NotRunLimit)
-                .map(|s| s.level.to_string())
-                .collect();
-            (!levels.is_empty()).then(|| format!("{} ({})", t.name, levels.join(", ")))
+            let levels: Vec<String> = t.limited_levels().iter().map(ToString::to_string).collect();
+            let limit = t.descriptor_limit.map_or("its".to_string(), |l| format!("its {l}"));
+            (!levels.is_empty()).then(|| format!("{} ({}; {limit} descriptors)", t.name, levels.join(", ")))
         })
         .collect();
     if !limited.is_empty() {
         out.push(format!(
-            "Not run for want of descriptors: {}. Each connection takes one descriptor in the sweep and one in \
-             the target, and RLIMIT_NOFILE is {} here; these targets were still alive, so how far they hold is \
-             not known from this machine.",
+            "Not run for want of descriptors: {}. Each connection takes a descriptor in the target, whose \
+             RLIMIT_NOFILE (read from the running process, less {} spare) it cannot raise here; without \
+             admission control a connection past it waits unseen in the accept queue, so such a level would \
+             measure the limit, not the server. These targets were still alive: how far they hold is not known \
+             from this machine.",
             limited.join("; "),
-            results.descriptor_limit.map_or("-".to_string(), |l| l.to_string())
+            super::run::SPARE_DESCRIPTORS
         ));
     }
     out
+}
+
+/// The slowest answer a level may take to count as held: a tenth above the
+/// delay (5.5 s for the seed's 5 s), and at least 100 ms above it (a test's
+/// short delay would otherwise leave no room for scheduling).
+pub fn held_max_ms(delay_ms: u64) -> f64 {
+    (delay_ms as f64 * 1.1).max(delay_ms as f64 + 100.0)
+}
+
+/// The highest level a target held: every request answered 2xx within the
+/// timeout, the slowest within [`held_max_ms`].
+pub fn held(t: &TargetResult, delay_ms: u64) -> Option<&Step> {
+    t.steps.iter().rev().find(|s| {
+        s.status == StepStatus::Run
+            && s.success_rate == Some(1.0)
+            && s.max_ms.is_some_and(|m| m <= held_max_ms(delay_ms))
+    })
+}
+
+/// The highest level after which a target was alive (answering `/test`,
+/// within 2 s or after a pause it recovered from).
+pub fn survived(t: &TargetResult) -> Option<&Step> {
+    t.steps.iter().rev().find(|s| {
+        s.status == StepStatus::Run && (s.alive_after == Some(true) || s.recovered_after_s.is_some())
+    })
+}
+
+/// One sentence per target: the level it held, the level it survived, and
+/// what happened past them — each level run above the one held, its
+/// requests served, refused and timed out (the per-level table's columns),
+/// then how it went down or why its higher levels did not run.
+pub fn held_and_survived(targets: &[TargetResult], delay_ms: u64) -> Vec<String> {
+    targets
+        .iter()
+        .filter(|t| t.steps.iter().any(|s| s.status == StepStatus::Run))
+        .map(|t| {
+            let held = held(t, delay_ms);
+            let survived = survived(t);
+            // In whole milliseconds, as the per-level table gives them.
+            let limit_ms = held_max_ms(delay_ms);
+            let mut held_words = match held {
+                Some(s) => format!(
+                    "held {} (100 %, the slowest answer {:.0} ms, within {limit_ms:.0} ms)",
+                    s.level,
+                    s.max_ms.unwrap_or(0.0)
+                ),
+                None => format!("held no level (100 % with the slowest answer within {limit_ms:.0} ms)"),
+            };
+            // Every request answered at a higher level, but too slowly to count as held.
+            if let Some(full) = t.steps.iter().rev().find(|s| {
+                s.status == StepStatus::Run && s.success_rate == Some(1.0) && s.level > held.map_or(0, |h| h.level)
+            }) {
+                held_words += &format!(
+                    ", and answered every request up to {} but slower (the slowest {:.0} ms)",
+                    full.level,
+                    full.max_ms.unwrap_or(0.0)
+                );
+            }
+            let last = t.steps.last().map(|s| s.level);
+            let survived_words = match survived {
+                Some(s) if Some(s.level) == last => format!("survived {} (the sweep's last level)", s.level),
+                Some(s) => format!("survived {}", s.level),
+                None => "survived no level".to_string(),
+            };
+            let above = held.map_or(0, |s| s.level);
+            let past: Vec<String> = t
+                .steps
+                .iter()
+                .filter(|s| s.status == StepStatus::Run && s.level > above)
+                .filter_map(|s| {
+                    let load = s.load.as_ref()?;
+                    let other = s
+                        .level
+                        .saturating_sub(load.count(Outcome::Ok) + load.count(Outcome::Refused) + load.timed_out());
+                    let refused_within = if load.count(Outcome::Refused) > 0 {
+                        format!(" (each within {:.0} ms of its send)", load.refused_max_ms.ceil().max(1.0))
+                    } else {
+                        String::new()
+                    };
+                    Some(format!(
+                        "at {}: {} served, {} refused{refused_within}, {} timed out{}",
+                        s.level,
+                        load.count(Outcome::Ok),
+                        load.count(Outcome::Refused),
+                        load.timed_out(),
+                        if other > 0 { format!(", {other} failed otherwise") } else { String::new() }
+                    ))
+                })
+                .collect();
+            let mut sentence = format!("{}: {held_words}; {survived_words}", t.name);
+            if !past.is_empty() {
+                let past_what = held.map_or(String::new(), |s| format!("past {}, ", s.level));
+                sentence += &format!("; {past_what}{}", past.join("; "));
+            }
+            let limited = t.limited_levels();
+            let end = match (&t.died, limited.first()) {
+                (Some(d), _) if d.level > 0 => format!("; then it was {} at {}", d.how.words(), d.level),
+                (_, Some(first)) => format!(
+                    "; {} and above not run: over its {} descriptors, with no admission control to refuse the rest",
+                    first,
+                    t.descriptor_limit.map_or("-".to_string(), |l| l.to_string())
+                ),
+                _ => String::new(),
+            };
+            sentence + &end + "."
+        })
+        .collect()
 }
 
 /// Study 2's answer in a sentence or two, for the index page: who held the
@@ -379,22 +484,81 @@ mod tests {
         let at_10000 =
             Step { success_rate: Some(0.3), alive_after: Some(true), ..held(10_000, 9_000.0, None) };
         let target = TargetResult {
-            name: "spring-webflux".to_string(),
-            family: crate::page::Family::Jvm,
-            command: None,
-            cap_bytes: None,
-            cap: "none".to_string(),
             steps: vec![held(2000, 5_900.0, None), at_5000, at_10000],
-            died: None,
             recoveries: vec![Recovery { level: 5000, after_s: 7.5, detail: "timed out".to_string() }],
             highest_full_success: Some(2000),
-            per_request: None,
-            client_failures: Vec::new(),
-            warmup: None,
+            ..TargetResult::new("spring-webflux", crate::page::Family::Jvm)
         };
         let verdict = verdict(&target);
         assert_eq!(verdict, "100 % up to 2000; recovered after 7.5 s at 5000; alive to the end");
         assert!(!verdict.contains("dead") && !verdict.contains("no longer"), "{verdict}");
+    }
+
+    fn target(name: &str, steps: Vec<Step>) -> TargetResult {
+        TargetResult { steps, ..TargetResult::new(name, crate::page::Family::Blocklab) }
+    }
+
+    fn ran(level: usize, ok: usize, refused: usize, timeout: usize, max_ms: f64) -> Step {
+        use crate::studies::robustness::step::StepLoad;
+        let outcomes = [("ok", ok), ("refused", refused), ("timeout", timeout)];
+        Step {
+            success_rate: Some(ok as f64 / level as f64),
+            max_ms: Some(max_ms),
+            alive_after: Some(true),
+            load: Some(StepLoad {
+                outcomes: outcomes.into_iter().filter(|(_, n)| *n > 0).collect(),
+                refused_max_ms: if refused > 0 { 40.0 } else { 0.0 },
+                ..StepLoad::default()
+            }),
+            ..Step::not_run(level, StepStatus::Run)
+        }
+    }
+
+    #[test]
+    fn held_and_survived_are_read_from_the_steps() {
+        use crate::studies::robustness::results::Death;
+        // lean: held 25,000, refused what did not fit at 50,000, alive to the end.
+        let lean =
+            target("lean", vec![ran(25_000, 25_000, 0, 0, 5_070.0), ran(50_000, 31_000, 19_000, 0, 5_400.0)]);
+        // go: 100 % at 2000 but too slow to count as held at 5000; OOM-killed at 10,000.
+        let mut go = target(
+            "go",
+            vec![
+                ran(2000, 2000, 0, 0, 5_200.0),
+                ran(5000, 5000, 0, 0, 7_000.0),
+                Step { alive_after: Some(false), ..ran(10_000, 3000, 0, 7000, 9_000.0) },
+                Step::not_run(20_000, StepStatus::NotRunDown),
+            ],
+        );
+        go.died = Some(Death {
+            level: 10_000,
+            how: DeathKind::OomKilled,
+            detail: String::new(),
+            answered_again: Some(false),
+        });
+        // netty: no admission control, its descriptors stop it above 18,000.
+        let mut netty = target(
+            "netty",
+            vec![ran(18_000, 18_000, 0, 0, 5_300.0), Step::not_run(25_000, StepStatus::NotRunLimit)],
+        );
+        netty.descriptor_limit = Some(20_000);
+        let sentences = held_and_survived(&[lean, go, netty], 5000);
+        assert_eq!(
+            sentences[0],
+            "lean: held 25000 (100 %, the slowest answer 5070 ms, within 5500 ms); survived 50000 (the sweep's last level); past 25000, \
+             at 50000: 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
+        );
+        assert_eq!(
+            sentences[1],
+            "go: held 2000 (100 %, the slowest answer 5200 ms, within 5500 ms), and answered every request up \
+             to 5000 but slower (the slowest 7000 ms); survived 5000; past 2000, at 5000: 5000 served, 0 \
+             refused, 0 timed out; at 10000: 3000 served, 0 refused, 7000 timed out; then it was OOM-killed at 10000."
+        );
+        assert_eq!(
+            sentences[2],
+            "netty: held 18000 (100 %, the slowest answer 5300 ms, within 5500 ms); survived 18000; 25000 and above not run: over its \
+             20000 descriptors, with no admission control to refuse the rest."
+        );
     }
 
     #[test]

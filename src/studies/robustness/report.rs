@@ -5,9 +5,9 @@
 
 use std::fmt::Write;
 
-use super::reading::{self, failures, head, verdict};
-use super::results::{Death, DeathKind, Step, StepStatus, SweepResults};
-use super::step::Outcome;
+use super::reading::{self, head, verdict};
+use super::results::{Death, DeathKind, Step, StepStatus, SweepResults, TargetResult};
+use super::step::{Outcome, StepLoad};
 
 /// One line for stderr after a step, the target's name padded to `width`
 /// (the longest name swept) so that the columns line up.
@@ -21,6 +21,15 @@ pub fn progress_line(target: &str, width: usize, step: &Step, died: Option<&Deat
         mib(step.peak_memory_bytes),
         step.peak_threads.map_or("-".to_string(), |t| t.to_string())
     );
+    if let Some(load) = &step.load {
+        let _ = write!(line, ", {} refused, {} timed out", load.count(Outcome::Refused), load.timed_out());
+        if load.processes > 1 {
+            let _ = write!(line, ", {} client processes", load.processes);
+        }
+    }
+    if let Some(workers) = step.workers.filter(|w| *w > 1) {
+        let _ = write!(line, ", {workers} workers");
+    }
     if step.peak_heap_bytes.is_some() {
         let _ = write!(line, ", heap {}", mib(step.peak_heap_bytes));
     }
@@ -138,47 +147,45 @@ pub fn markdown(results: &SweepResults) -> String {
     let _ = writeln!(md, "\n## Per level\n");
     let _ = writeln!(
         md,
-        "Success: 2xx within the timeout. Response times of the successes, from the send to the \
+        "Success: 2xx within the timeout. Refused: a 503 (admission control's answer) or a connection closed \
+         before its request was sent; refused within: the slowest refusal from its send. Timed out: no whole \
+         answer (or no connection) within the timeout. Other failures: connect refused (ECONNREFUSED), reset, \
+         closed early, another status, the client's own. Response times of the successes, from the send to the \
          whole response. Sent over: the first request sent to the last (JMeter starts its threads one by \
          one). Peak memory: the target's cgroup, page cache excluded, sampled every 50 ms; peak heap: a \
-         JVM's heap in use (its performance counters), sampled every 50 ms.\n"
+         JVM's heap in use (its performance counters), sampled every 50 ms. Client processes: how many sent \
+         the level; workers: the target's worker processes (lean's --processes).\n"
     );
     let _ = writeln!(
         md,
-        "| target | concurrent | success % | min ms | p50 ms | p99 ms | max ms | sent over ms | failures | peak memory | peak heap | peak threads | after |"
+        "| target | concurrent | success % | refused | timed out | other failures | min ms | p50 ms | p99 ms | max ms | refused within ms | sent over ms | peak memory | peak heap | peak threads | client processes | workers | after |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for t in &results.targets {
         for s in &t.steps {
-            let after = match (s.status, s.alive_after) {
-                (StepStatus::NotRunDown, _) => "not run: down".to_string(),
-                (StepStatus::NotRunInterrupted, _) => "not run: interrupted".to_string(),
-                (StepStatus::ClientFailed, _) => "client failed".to_string(),
-                (StepStatus::NotRunLimit, _) => "not run: descriptor limit".to_string(),
-                (StepStatus::Run, Some(true)) => "alive".to_string(),
-                (StepStatus::Run, _) if s.recovered_after_s.is_some() => {
-                    format!("recovered after {:.1} s", s.recovered_after_s.unwrap_or(0.0))
-                }
-                (StepStatus::Run, _) => {
-                    t.died.as_ref().map_or("down".to_string(), |d| d.how.words().to_string())
-                }
-            };
+            let load = s.load.as_ref();
+            let count = |f: fn(&StepLoad) -> usize| load.map_or("-".to_string(), |l| f(l).to_string());
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 t.name,
                 s.level,
                 s.success_rate.map_or("-".to_string(), |r| format!("{:.1}", r * 100.0)),
+                count(|l| l.count(Outcome::Refused)),
+                count(StepLoad::timed_out),
+                other_failures(s),
                 ms(s.min_ms),
                 ms(s.p50_ms),
                 ms(s.p99_ms),
                 ms(s.max_ms),
-                ms(s.load.as_ref().map(|l| l.send_spread_ms)),
-                failures(s),
+                ms(load.filter(|l| l.count(Outcome::Refused) > 0).map(|l| l.refused_max_ms)),
+                ms(load.map(|l| l.send_spread_ms)),
                 mib(s.peak_memory_bytes),
                 mib(s.peak_heap_bytes),
                 s.peak_threads.map_or("-".to_string(), |t| t.to_string()),
-                after
+                count(|l| l.processes),
+                s.workers.map_or("-".to_string(), |w| w.to_string()),
+                after(t, s)
             );
         }
     }
@@ -205,6 +212,42 @@ pub fn markdown(results: &SweepResults) -> String {
     md
 }
 
+/// What became of the target after a step, or why the step did not run.
+pub fn after(t: &TargetResult, s: &Step) -> String {
+    match (s.status, s.alive_after) {
+        (StepStatus::NotRunDown, _) => "not run: down".to_string(),
+        (StepStatus::NotRunInterrupted, _) => "not run: interrupted".to_string(),
+        (StepStatus::ClientFailed, _) => "client failed".to_string(),
+        (StepStatus::NotRunLimit, _) => match t.descriptor_limit {
+            Some(limit) if !t.admission && !fits_limit(s.level, limit) => {
+                format!("not run: over its {limit} descriptors, no admission control")
+            }
+            _ => "not run: over the client's descriptors".to_string(),
+        },
+        (StepStatus::Run, Some(true)) => "alive".to_string(),
+        (StepStatus::Run, _) if s.recovered_after_s.is_some() => {
+            format!("recovered after {:.1} s", s.recovered_after_s.unwrap_or(0.0))
+        }
+        (StepStatus::Run, _) => t.died.as_ref().map_or("down".to_string(), |d| d.how.words().to_string()),
+    }
+}
+
+fn fits_limit(level: usize, limit: u64) -> bool {
+    level as u64 + super::run::SPARE_DESCRIPTORS <= limit
+}
+
+/// A step's failures other than refusals and timeouts, e.g. "reset 3".
+fn other_failures(step: &Step) -> String {
+    let Some(load) = &step.load else { return "-".to_string() };
+    let parts: Vec<String> = Outcome::ALL
+        .into_iter()
+        .filter(|o| !matches!(o, Outcome::Ok | Outcome::Refused | Outcome::Timeout | Outcome::ConnectTimeout))
+        .filter(|o| load.count(*o) > 0)
+        .map(|o| format!("{} {}", o.name(), load.count(o)))
+        .collect();
+    if parts.is_empty() { "0".to_string() } else { parts.join(", ") }
+}
+
 /// "TARGET at LEVEL: N" for every step whose load side counted more than
 /// one of `count` (source addresses, client processes).
 fn steps_where(results: &SweepResults, count: fn(&super::step::StepLoad) -> usize) -> Vec<String> {
@@ -226,7 +269,8 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> =
         "target,client,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,\
-         send_spread_ms,peak_memory_bytes,cgroup_peak_bytes,peak_heap_bytes,peak_threads,alive_after"
+         send_spread_ms,refused_max_ms,peak_memory_bytes,cgroup_peak_bytes,peak_heap_bytes,peak_threads,alive_after,\
+         client_processes,workers"
             .split(',')
             .map(String::from)
             .collect();
@@ -255,11 +299,14 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
                 opt(s.max_ms),
                 opt(s.load.as_ref().map(|l| l.connect_max_ms)),
                 opt(s.load.as_ref().map(|l| l.send_spread_ms)),
+                opt(s.load.as_ref().map(|l| l.refused_max_ms)),
                 int(s.peak_memory_bytes),
                 int(s.cgroup_peak_bytes),
                 int(s.peak_heap_bytes),
                 int(s.peak_threads),
                 s.alive_after.map_or(String::new(), |v| v.to_string()),
+                s.load.as_ref().map_or(String::new(), |l| l.processes.to_string()),
+                s.workers.map_or(String::new(), |w| w.to_string()),
             ];
             row.extend(
                 Outcome::ALL

@@ -1,7 +1,7 @@
 //! What a sweep found: per target and level, the seed's variables (success
 //! rate, minimum and maximum response time), the memory and threads it took,
 //! and where and how each target died. Serialized as `results.json`
-//! (`blocklab-sweep/1`).
+//! (`blocklab-sweep/2`).
 
 use super::step::StepLoad;
 use crate::harness::placement::Placement;
@@ -69,8 +69,10 @@ pub enum StepStatus {
     NotRunInterrupted,
     /// The client failed (JMeter did not run or wrote no JTL): no figures.
     ClientFailed,
-    /// Not run: its connections need more descriptors than `RLIMIT_NOFILE`
-    /// allows (one per connection in the sweep, one in the target).
+    /// Not run: its connections need more descriptors than the target's
+    /// `RLIMIT_NOFILE` allows, less a spare, and it has no admission control
+    /// to refuse the rest (or, with `--client jmeter`, more than the
+    /// client's: JMeter is one process).
     NotRunLimit,
 }
 
@@ -115,6 +117,9 @@ pub struct Step {
     /// it did (the target recovered, and its later levels ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovered_after_s: Option<f64>,
+    /// The target's worker processes: `lean`'s `--processes`, 1 for
+    /// blocklab's other models, `None` for a peer (its own affair).
+    pub workers: Option<usize>,
 }
 
 impl Step {
@@ -136,6 +141,7 @@ impl Step {
             gc_pause_ms: None,
             alive_after: None,
             recovered_after_s: None,
+            workers: None,
         }
     }
 }
@@ -170,6 +176,40 @@ pub struct TargetResult {
     /// What a JVM target was sent before the first level, and how it went
     /// (`None`: not warmed up, as every non-JVM target).
     pub warmup: Option<String>,
+    /// Whether it refuses what does not fit (`--admission auto`: `lean` and
+    /// `reactive`): it then runs every level, past its descriptors too.
+    pub admission: bool,
+    /// Its own descriptor limit (the highest soft `RLIMIT_NOFILE` of its
+    /// processes, read once it runs); without admission control, levels
+    /// above it less [`super::run::SPARE_DESCRIPTORS`] are not run.
+    pub descriptor_limit: Option<u64>,
+}
+
+impl TargetResult {
+    /// A target before anything is known of it: no step, no cap, no death.
+    pub fn new(name: &str, family: crate::page::Family) -> TargetResult {
+        TargetResult {
+            name: name.to_string(),
+            family,
+            command: None,
+            cap_bytes: None,
+            cap: "none".to_string(),
+            steps: Vec::new(),
+            died: None,
+            recoveries: Vec::new(),
+            highest_full_success: None,
+            per_request: None,
+            client_failures: Vec::new(),
+            warmup: None,
+            admission: false,
+            descriptor_limit: None,
+        }
+    }
+
+    /// The levels not run for want of descriptors.
+    pub fn limited_levels(&self) -> Vec<usize> {
+        self.steps.iter().filter(|s| s.status == StepStatus::NotRunLimit).map(|s| s.level).collect()
+    }
 }
 
 /// The whole sweep.
@@ -203,8 +243,8 @@ pub struct SweepResults {
     pub allocator: String,
     /// Things the reader must know (no cap, shared CPUs, peers not built).
     pub warnings: Vec<String>,
-    /// The descriptor limit (`RLIMIT_NOFILE`, soft) the sweep and its targets
-    /// ran with; levels above it less [`super::run::SPARE_DESCRIPTORS`] are not run.
+    /// The descriptor limit (`RLIMIT_NOFILE`, soft) the sweep ran with, and
+    /// gave its targets and client processes.
     pub descriptor_limit: Option<u64>,
     /// The machine.
     pub machine: crate::harness::conditions::Machine,

@@ -21,6 +21,8 @@ use crate::harness::peers::Runtime;
 use crate::harness::placement;
 use crate::harness::process::ServerProcess;
 use crate::harness::target::Target;
+use crate::server::Model;
+use crate::server::model::AdmissionMode;
 
 /// Runs the sweep; `interrupt` set (SIGINT) stops it between and within steps.
 pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResults> {
@@ -57,7 +59,7 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         }
     };
     let mut results = SweepResults {
-        schema: "blocklab-sweep/1",
+        schema: "blocklab-sweep/2",
         client: plan.client,
         client_detail,
         started: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -116,18 +118,24 @@ pub const SPARE_DESCRIPTORS: u64 = 1024;
 /// what the highest level needs on each side — the sweep holds a socket per
 /// connection, and so does the target, which inherits the limit (a JVM and
 /// Go raise their soft limit to the hard one; blocklab too). Returns the
-/// limit in force, and a warning naming the levels it stops.
+/// limit in force, and a warning naming the levels it stops: only JMeter's,
+/// which is one process; blocklab's client splits a level over several
+/// processes ([`super::agents`]), and a target's own limit is read from it
+/// once it runs ([`TargetDescriptors`]).
 fn descriptors_for(plan: &SweepPlan) -> (Option<u64>, Option<String>) {
     let top = plan.levels.iter().copied().max().unwrap_or(0) as u64;
     let wanted = top + SPARE_DESCRIPTORS;
     let Some(limit) = crate::harness::raise_nofile_to(wanted) else { return (None, None) };
+    if plan.client != Client::Jmeter {
+        return (Some(limit), None);
+    }
     let stopped: Vec<String> =
         plan.levels.iter().filter(|l| !fits(**l, Some(limit))).map(ToString::to_string).collect();
     let warning = (!stopped.is_empty()).then(|| {
         format!(
             "the descriptor limit is {limit} (RLIMIT_NOFILE; raising its hard limit to {wanted} takes \
-             CAP_SYS_RESOURCE, which this process lacks): levels {} are not run, since each of their \
-             connections takes a descriptor in the sweep and one in the target",
+             CAP_SYS_RESOURCE, which this process lacks): levels {} are not run with JMeter, one process \
+             holding a descriptor per connection",
             stopped.join(", ")
         )
     });
@@ -139,18 +147,59 @@ fn fits(level: usize, limit: Option<u64>) -> bool {
     limit.is_none_or(|limit| level as u64 + SPARE_DESCRIPTORS <= limit)
 }
 
+/// Whether `target` refuses what does not fit (`--admission auto`, the
+/// default of `lean` and `reactive`): past its descriptors it accepts and
+/// closes at once, so it runs every level. Any other target, past its
+/// descriptors, leaves connections in the kernel's accept queue, where
+/// they wait unseen: such a level measures the limit, not the server.
+fn admits(target: &Target) -> bool {
+    matches!(target, Target::Blocklab(Some(model)) if model.default_admission() == AdmissionMode::Auto)
+}
+
+/// The most worker processes the sweep gives lean by itself (a descriptor
+/// limit near the spare would otherwise ask for hundreds).
+pub const MAX_LEAN_PROCESSES: usize = 16;
+
+/// `lean`'s worker processes (`serve --processes`) at `level`:
+/// `--lean-processes`, or as many as the level needs for each worker to
+/// hold its share of the connections under the descriptor limit, less the
+/// spare.
+/// (SO_REUSEPORT spreads connections over the workers by a hash of their
+/// addresses: at 50,000 over 3 workers, shares differ by about a hundred.)
+pub fn lean_processes(plan: &SweepPlan, level: usize, descriptor_limit: Option<u64>) -> usize {
+    if let Some(n) = plan.lean_processes {
+        return n;
+    }
+    let top = level;
+    let per_worker =
+        descriptor_limit.map_or(usize::MAX, |l| l.saturating_sub(SPARE_DESCRIPTORS).max(1) as usize);
+    top.div_ceil(per_worker).max(1)
+}
+
+/// The descriptor limit of a running target: the highest soft
+/// `RLIMIT_NOFILE` among its processes (its cgroup's, or its own pid's), as
+/// read from `/proc` once it is up — a JVM and Go raise theirs as they
+/// start, so what the sweep gave it is not what it runs with.
+fn target_descriptors(server: &ServerProcess, cgroup: Option<&MemoryCgroup>) -> Option<u64> {
+    let pids = cgroup.map(MemoryCgroup::pids).filter(|p| !p.is_empty()).unwrap_or_else(|| vec![server.pid()]);
+    pids.into_iter().filter_map(|pid| crate::proc::open_files_limit(crate::proc::Pid::Of(pid))).max()
+}
+
 /// The longest target name swept, for the progress lines' first column.
 fn name_width(plan: &SweepPlan) -> usize {
     plan.targets.iter().map(|t| t.name().chars().count()).max().unwrap_or(0)
 }
 
 /// The command that starts `target`, pinned to the targets' CPUs.
-fn command_for(plan: &SweepPlan, target: &Target) -> Option<Command> {
+fn command_for(plan: &SweepPlan, target: &Target, workers: Option<usize>) -> Option<Command> {
     let cpus = placement::list(&plan.placement.server_cpus);
-    let args: Vec<String> = match target {
+    let mut args: Vec<String> = match target {
         Target::Blocklab(_) => vec!["--nodes".into(), "100".into()],
         _ => Vec::new(),
     };
+    if let Some(n) = workers.filter(|n| *n > 1) {
+        args.extend(["--processes".to_string(), n.to_string()]);
+    }
     let mut command = plan.available.command(target, Some(&cpus), &args)?;
     // The seed's heap, set here rather than left to the peer's default, so
     // that the report says what the JVM really ran with.
@@ -160,43 +209,20 @@ fn command_for(plan: &SweepPlan, target: &Target) -> Option<Command> {
     Some(command)
 }
 
-fn sweep_target(
+/// Starts `target` (with `workers` worker processes, for lean) in a
+/// memory-capped cgroup of its own, writing its command and cap into
+/// `result` (or its failure to start as a death at level 0). Returns the
+/// cgroup and the process, to be dropped in this order: process first.
+fn start(
     plan: &SweepPlan,
     target: &Target,
-    runtime: &tokio::runtime::Runtime,
-    interrupt: &AtomicBool,
-    descriptor_limit: Option<u64>,
-) -> TargetResult {
+    workers: Option<usize>,
+    result: &mut TargetResult,
+) -> (Option<MemoryCgroup>, Option<ServerProcess>) {
     let name = target.name();
-    let mut result = TargetResult {
-        name: name.clone(),
-        family: target.family(),
-        command: None,
-        cap_bytes: None,
-        cap: "none".to_string(),
-        steps: Vec::new(),
-        died: None,
-        recoveries: Vec::new(),
-        highest_full_success: None,
-        per_request: None,
-        client_failures: Vec::new(),
-        warmup: None,
-    };
-    let (addr, host, path) = match target {
-        Target::Url(service) => {
-            result.cap = "none: a running service (--url) is not managed".to_string();
-            (service.addr, service.host.clone(), service.path.clone())
-        }
-        _ => (
-            "127.0.0.1:0".parse().expect("valid"),
-            String::new(),
-            format!("/delay?ms={}", plan.delay.as_millis()),
-        ),
-    };
-    // The managed process and its cgroup (dropped in this order: process first).
     let mut cgroup = None;
     let mut server = None;
-    if let Some(mut command) = command_for(plan, target) {
+    if let Some(mut command) = command_for(plan, target, workers) {
         let runtime = target.runtime();
         let cap = if runtime.has_heap() { plan.jvm_memory } else { Some(plan.memory) };
         if plan.use_cgroups {
@@ -248,10 +274,46 @@ fn sweep_target(
             }
         }
     }
-    let (addr, host) = match &server {
+    (cgroup, server)
+}
+
+fn sweep_target(
+    plan: &SweepPlan,
+    target: &Target,
+    runtime: &tokio::runtime::Runtime,
+    interrupt: &AtomicBool,
+    descriptor_limit: Option<u64>,
+) -> TargetResult {
+    let name = target.name();
+    let mut result = TargetResult::new(&name, target.family());
+    let (addr, host, path) = match target {
+        Target::Url(service) => {
+            result.cap = "none: a running service (--url) is not managed".to_string();
+            (service.addr, service.host.clone(), service.path.clone())
+        }
+        _ => (
+            "127.0.0.1:0".parse().expect("valid"),
+            String::new(),
+            format!("/delay?ms={}", plan.delay.as_millis()),
+        ),
+    };
+    result.admission = admits(target);
+    let is_lean = matches!(target, Target::Blocklab(Some(Model::Lean)));
+    // lean's worker processes; one process for blocklab's other models; a peer's are its own.
+    let mut workers = match target {
+        Target::Blocklab(Some(Model::Lean)) => {
+            Some(lean_processes(plan, plan.levels.first().copied().unwrap_or(1), descriptor_limit))
+        }
+        Target::Blocklab(_) => Some(1),
+        _ => None,
+    };
+    // The managed process and its cgroup (dropped in this order: process first).
+    let (mut cgroup, mut server) = start(plan, target, workers, &mut result);
+    let (mut addr, mut host) = match &server {
         Some(s) => (s.addr(), s.addr().to_string()),
         None => (addr, host),
     };
+    result.descriptor_limit = server.as_ref().and_then(|s| target_descriptors(s, cgroup.as_ref()));
     if target.is_jvm() && server.is_some() && !interrupt.load(Relaxed) {
         let warmup = warm_up(runtime, addr, &host, plan.per_address);
         eprintln!("sweep: {name}: {warmup}");
@@ -266,10 +328,46 @@ fn sweep_target(
             result.steps.push(Step::not_run(level, StepStatus::NotRunInterrupted));
             continue;
         }
-        if !fits(level, descriptor_limit) {
-            eprintln!("sweep: {name} {level}: not run: more connections than the descriptor limit allows");
+        if plan.client == Client::Jmeter && !fits(level, descriptor_limit) {
+            eprintln!("sweep: {name} {level}: not run: more connections than JMeter's descriptors allow");
             result.steps.push(Step::not_run(level, StepStatus::NotRunLimit));
             continue;
+        }
+        if !result.admission && !fits(level, result.descriptor_limit) {
+            eprintln!(
+                "sweep: {name} {level}: not run: more connections than its {} descriptors allow, and no \
+                 admission control to refuse the rest",
+                result.descriptor_limit.unwrap_or(0)
+            );
+            result.steps.push(Step::not_run(level, StepStatus::NotRunLimit));
+            continue;
+        }
+        // lean gets the worker processes this level needs: a fresh server
+        // with more of them (each costs its runtime's memory, so no more
+        // than needed run at the lower levels).
+        let needed = lean_processes(plan, level, descriptor_limit);
+        if let Some(now) = workers.filter(|_| is_lean)
+            && server.is_some()
+            && needed > now
+        {
+            if let Some(mut running) = server.take() {
+                running.stop(Duration::from_secs(5));
+            }
+            drop(cgroup.take());
+            eprintln!("sweep: {name}: restarted with {needed} worker processes for {level} connections");
+            workers = Some(needed);
+            (cgroup, server) = start(plan, target, workers, &mut result);
+            let Some(s) = &server else {
+                result.died.get_or_insert(Death {
+                    level,
+                    how: DeathKind::DidNotStart,
+                    detail: "did not restart".to_string(),
+                    answered_again: None,
+                });
+                result.steps.push(Step::not_run(level, StepStatus::NotRunDown));
+                continue;
+            };
+            (addr, host) = (s.addr(), s.addr().to_string());
         }
         let pid = server.as_ref().map(ServerProcess::pid);
         if let Some(c) = &cgroup {
@@ -346,6 +444,7 @@ fn sweep_target(
             gc_pause_ms,
             alive_after: Some(died.is_none()),
             recovered_after_s: None,
+            workers,
             load: Some(load),
         };
         eprintln!("sweep: {}", report::progress_line(&name, name_width(plan), &step, died.as_ref()));

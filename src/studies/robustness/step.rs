@@ -24,10 +24,15 @@ pub const CONNECTIONS_PER_ADDRESS: usize = 25_000;
 pub enum Outcome {
     /// A 2xx response within the timeout.
     Ok,
+    /// Refused by the server, quickly and visibly: a 503 (admission
+    /// control's answer), or the connection closed before the request was
+    /// sent, so before the server could have read it.
+    Refused,
     /// A complete response with another status.
     Status,
-    /// The connection was refused (nothing listening, or the accept queue refused it).
-    Refused,
+    /// The connection was refused by the kernel (ECONNREFUSED: nothing
+    /// listening, or the accept queue refused it).
+    ConnectRefused,
     /// The connection was not established within the timeout.
     ConnectTimeout,
     /// The server reset the connection.
@@ -43,10 +48,11 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in report order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Ok,
-        Outcome::Status,
         Outcome::Refused,
+        Outcome::Status,
+        Outcome::ConnectRefused,
         Outcome::ConnectTimeout,
         Outcome::Reset,
         Outcome::ClosedEarly,
@@ -58,8 +64,9 @@ impl Outcome {
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
-            Outcome::Status => "status",
             Outcome::Refused => "refused",
+            Outcome::Status => "status",
+            Outcome::ConnectRefused => "connect_refused",
             Outcome::ConnectTimeout => "connect_timeout",
             Outcome::Reset => "reset",
             Outcome::ClosedEarly => "closed_early",
@@ -74,7 +81,7 @@ impl Outcome {
             return Outcome::LoadSide;
         }
         match e.kind() {
-            ErrorKind::ConnectionRefused => Outcome::Refused,
+            ErrorKind::ConnectionRefused => Outcome::ConnectRefused,
             ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => {
                 Outcome::Reset
             }
@@ -98,6 +105,11 @@ pub struct StepLoad {
     /// (Kept out of `results.json`; a client process's report carries them: `agents`.)
     #[serde(skip)]
     pub ok_ms: Vec<f64>,
+    /// The slowest refusal ([`Outcome::Refused`]), from its request's send
+    /// to the 503 or the close, in milliseconds (0 when none): admission
+    /// control is to refuse at once, not after a wait.
+    #[serde(default)]
+    pub refused_max_ms: f64,
     /// From the first send to the last outcome, in milliseconds.
     pub wall_ms: f64,
     /// From the first request sent to the last, in milliseconds: near 0 for
@@ -127,6 +139,12 @@ impl StepLoad {
     /// Requests that ended as `outcome`.
     pub fn count(&self, outcome: Outcome) -> usize {
         self.outcomes.get(outcome.name()).copied().unwrap_or(0)
+    }
+
+    /// Requests with no whole answer within the timeout, connect included
+    /// ([`Outcome::Timeout`] and [`Outcome::ConnectTimeout`]).
+    pub fn timed_out(&self) -> usize {
+        self.count(Outcome::Timeout) + self.count(Outcome::ConnectTimeout)
     }
 
     /// The `q` quantile (0..=1) of the 2xx response times, in milliseconds.
@@ -188,7 +206,7 @@ pub async fn open(
     let connects: Vec<_> = range
         .clone()
         .map(|i| {
-            let from = source(addr, i, per_address);
+            let from = source(addr, i, per_address).map(|ip| (ip, source_port(i, per_address)));
             tokio::spawn(async move {
                 let started = Instant::now();
                 let result = match tokio::time::timeout(timeout, connect(from, addr)).await {
@@ -249,8 +267,10 @@ pub async fn send(opened: Opened, host: &str, path: &str, timeout: Duration) -> 
         let (outcome, took, sent_at) =
             request.await.unwrap_or((Outcome::LoadSide, Duration::ZERO, Duration::ZERO));
         load.send_spread_ms = load.send_spread_ms.max(sent_at.as_secs_f64() * 1e3);
-        if outcome == Outcome::Ok {
-            load.ok_ms.push(took.as_secs_f64() * 1e3);
+        match outcome {
+            Outcome::Ok => load.ok_ms.push(took.as_secs_f64() * 1e3),
+            Outcome::Refused => load.refused_max_ms = load.refused_max_ms.max(took.as_secs_f64() * 1e3),
+            _ => {}
         }
         *load.outcomes.entry(outcome.name()).or_default() += 1;
     }
@@ -273,15 +293,38 @@ pub fn source(target: SocketAddr, i: usize, per_address: usize) -> Option<IpAddr
     ip.is_loopback().then_some(IpAddr::V4(ip))
 }
 
-/// Connects to `addr`, from `from` (any free port) when given. SO_REUSEADDR
-/// lets the kernel hand out a port whose last connection is still in
-/// TIME_WAIT; it still prefers free ports.
-async fn connect(from: Option<IpAddr>, addr: SocketAddr) -> std::io::Result<TcpStream> {
-    let Some(ip) = from else { return TcpStream::connect(addr).await };
+/// Connects to `addr`, from `from` when given: its address and the port
+/// asked for, else any free port. SO_REUSEADDR lets a port whose last
+/// connection is still in TIME_WAIT be bound again (the kernel reuses such
+/// a pair on loopback, `tcp_tw_reuse`).
+async fn connect(from: Option<(IpAddr, u16)>, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let Some((ip, port)) = from else { return TcpStream::connect(addr).await };
     let socket = TcpSocket::new_v4()?;
     socket.set_reuseaddr(true)?;
-    socket.bind(SocketAddr::new(ip, 0))?;
+    // A port of our own choosing, not 0: to find a free port the kernel scans
+    // every port already bound on the address, so tens of thousands of
+    // connections took minutes of system time (agents gave up at 50,000).
+    // A port taken by another program falls back to the kernel's choice.
+    if socket.bind(SocketAddr::new(ip, port)).is_err() {
+        socket.bind(SocketAddr::new(ip, 0))?;
+    }
     socket.connect(addr).await
+}
+
+/// The first source port tried for connections from 127.0.0.2 and beyond:
+/// below the kernel's ephemeral range here (32768–60999), because a port
+/// bound by hand is taken from that range for every address — the kernel's
+/// own choice for the connections from 127.0.0.1 skips it — and those need
+/// up to 25,000 of its 28,232 ports. (Measured: with ports from 32768, the
+/// first client process of a 50,000 level opened 8,504 of its 18,976.)
+const FIRST_SOURCE_PORT: usize = 4_000;
+
+/// The source port of the `i`-th connection, for a source address of its
+/// own: the connections of one address take consecutive ports from
+/// [`FIRST_SOURCE_PORT`] (each connection's number is unique in a level, so
+/// are its address and port). `None` (any free port) past 65535.
+pub fn source_port(i: usize, per_address: usize) -> u16 {
+    u16::try_from(FIRST_SOURCE_PORT + i % per_address.max(1)).unwrap_or(0)
 }
 
 /// `GET path` on a new connection: `Ok` if any whole response comes within
@@ -291,7 +334,8 @@ pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) ->
     let attempt = async {
         let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
         match exchange(stream, request.as_bytes()).await {
-            Outcome::Ok | Outcome::Status => Ok(()),
+            // A refusal is an answer: the server is alive and says so.
+            Outcome::Ok | Outcome::Refused | Outcome::Status => Ok(()),
             other => Err(format!("GET {path}: {}", other.name())),
         }
     };
@@ -301,8 +345,14 @@ pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) ->
     }
 }
 
-/// Sends the request and reads one whole response.
+/// Sends the request and reads one whole response. A connection the server
+/// has already closed, before anything was sent on it, is a refusal: the
+/// server cannot have read the request (admission control past its
+/// descriptors accepts and closes at once).
 async fn exchange(mut stream: TcpStream, request: &[u8]) -> Outcome {
+    if closed_before_send(&stream) {
+        return Outcome::Refused;
+    }
     if let Err(e) = stream.write_all(request).await {
         return Outcome::of_io(&e);
     }
@@ -316,11 +366,25 @@ async fn exchange(mut stream: TcpStream, request: &[u8]) -> Outcome {
         }
         match complete(&buf) {
             Some(Ok(status)) if (200..300).contains(&status) => return Outcome::Ok,
+            Some(Ok(503)) => return Outcome::Refused,
             Some(Ok(_)) => return Outcome::Status,
             Some(Err(())) => return Outcome::ClosedEarly,
             None if buf.len() > 1 << 20 => return Outcome::ClosedEarly,
             None => {}
         }
+    }
+}
+
+/// Whether the server closed (FIN or reset) a connection on which nothing
+/// was sent yet. A peek straight through the socket (socket2), not tokio's
+/// readiness, which a connection never polled for reading does not have:
+/// 0 bytes is the server's close; data (a 503 written at accept) or
+/// nothing yet is not.
+fn closed_before_send(stream: &TcpStream) -> bool {
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    match socket2::SockRef::from(stream).peek(&mut byte) {
+        Ok(n) => n == 0,
+        Err(e) => matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted),
     }
 }
 
@@ -383,6 +447,15 @@ mod tests {
         assert_eq!(source(local, 3, 3), ip("127.0.0.2"));
         assert_eq!(source(local, 7, 3), ip("127.0.0.3"));
         assert_eq!(source(local, 255 * 4, 4), ip("127.0.1.0"));
+        // Each connection of an address on a port of its own, in order.
+        assert_eq!((source_port(3, 3), source_port(7, 3)), (4_000, 4_001));
+        assert_eq!(source_port(49_999, CONNECTIONS_PER_ADDRESS), 4_000 + 24_999);
+        assert!(
+            usize::from(source_port(49_999, CONNECTIONS_PER_ADDRESS)) < 32_768,
+            "below the ephemeral range"
+        );
+        assert_eq!(source_port(70_000, 70_000), 4_000, "0 (any free port) only past 65535");
+        assert_eq!(source_port(69_999, 70_000), 0);
         assert_eq!(source(local, 49_999, CONNECTIONS_PER_ADDRESS), ip("127.0.0.2"));
         // Not loopback: the kernel chooses, whatever the count.
         assert_eq!(source("10.0.0.1:80".parse().unwrap(), 7, 3), None);
