@@ -549,6 +549,19 @@ fn stall_bounds(results: &BenchResults) -> Vec<String> {
     for s in results.stalls.iter().filter(|s| s.failures.values().any(|n| *n > 0)) {
         out.push(format!("{} {} failed by kind: {}.", s.target, s.api, s.failures_text()));
     }
+    let mut unseen: Vec<&str> = results
+        .stalls
+        .iter()
+        .filter(|s| s.peak_in_flight.is_none() && s.peak_waiting.is_none() && s.peak_threads.is_some())
+        .map(|s| s.target.as_str())
+        .collect();
+    unseen.dedup();
+    for target in unseen {
+        out.push(format!(
+            "{target} gives no figure for its requests in flight or the reads waiting for its driver's pool (it \
+             exposes no metrics endpoint; its JVM's would need an agent): only its threads, from /proc."
+        ));
+    }
     out
 }
 
