@@ -555,6 +555,7 @@ fn stall_bounds(results: &BenchResults) -> Vec<String> {
         .filter(|s| s.peak_in_flight.is_none() && s.peak_waiting.is_none() && s.peak_threads.is_some())
         .map(|s| s.target.as_str())
         .collect();
+    unseen.sort_unstable();
     unseen.dedup();
     for target in unseen {
         out.push(format!(

@@ -943,11 +943,10 @@ fn run_stalls(
             lowest(&mut tests.iter().filter(|t| t.api == api.path()).filter_map(|t| t.best().map(|r| r.rps)));
         let warming = lowest(&mut warmed.iter().filter_map(|w| w.2));
         let closed_loop = match (in_matrix, warming) {
-            (Some(m), Some(w)) if w < m => {
-                Some((w, "the lowest closed-loop rate through the link, as they warmed"))
+            (Some(m), w) if w.is_none_or(|w| w >= m) => {
+                Some((m, "the lowest closed-loop rate in the matrix"))
             }
-            (Some(m), _) => Some((m, "the lowest closed-loop rate in the matrix")),
-            (None, w) => w.map(|w| (w, "the lowest closed-loop rate through the link, as they warmed")),
+            (_, w) => w.map(|w| (w, "the lowest closed-loop rate through the link, as they warmed")),
         };
         let ceiling = ceiling_reads_per_s.map(|c| c / super::results::reads_per_request(*api));
         let rate = super::stall::rate(plan.db_stall_rate, ceiling, closed_loop);
