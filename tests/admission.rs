@@ -2,8 +2,11 @@
 //! in a small memory cgroup refuses connections past its budget at once
 //! (503 with Retry-After), is never killed, and answers `/test` once the
 //! crowd is gone; past its descriptor limit it refuses at once instead of
-//! leaving clients in the accept queue. The memory test needs root and the
-//! cgroup v1 memory controller (as the sweep does); loopback only.
+//! leaving clients in the accept queue. A client that opens its
+//! connections first and sends their requests later (as the sweep's does)
+//! is admitted at what a connection costs with its request in flight, not
+//! at what it costs idle. The memory tests need root and the cgroup v1
+//! memory controller (as the sweep does); loopback only.
 
 mod common;
 
@@ -127,6 +130,91 @@ fn lean_in_a_small_cgroup_refuses_past_its_budget_and_lives() {
         Duration::from_secs(10),
     );
     assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("works"), "/test after the crowd: {got:?}");
+    assert_eq!(cgroup.oom_kills(), 0);
+}
+
+/// What a level of `n` connections got when every one was opened first and
+/// then every request sent at once, each waiting `ms`: answered 200,
+/// refused (503 with Retry-After, at accept or unread), or anything else.
+#[derive(Debug, Default)]
+struct Level {
+    ok: usize,
+    refused: usize,
+    other: Vec<String>,
+}
+
+fn connect_all_then_send(addr: SocketAddr, n: usize, ms: u64) -> Level {
+    let mut streams: Vec<TcpStream> =
+        (0..n).map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect")).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let request = format!("GET /delay?ms={ms} HTTP/1.1\r\nHost: x\r\n\r\n");
+    for stream in &mut streams {
+        // A refused connection may already be closed: its 503 is read below.
+        let _ = stream.write_all(request.as_bytes());
+    }
+    let mut level = Level::default();
+    let mut buf = [0u8; 512];
+    for mut stream in streams {
+        stream.set_read_timeout(Some(Duration::from_millis(ms) + Duration::from_secs(20))).unwrap();
+        match stream.read(&mut buf) {
+            Ok(got) if buf[..got].starts_with(b"HTTP/1.1 200 ") => level.ok += 1,
+            Ok(got) if buf[..got].starts_with(b"HTTP/1.1 503 ") => {
+                assert!(String::from_utf8_lossy(&buf[..got]).contains("retry-after: 1\r\n"));
+                level.refused += 1
+            }
+            Ok(got) => level.other.push(String::from_utf8_lossy(&buf[..got]).into_owned()),
+            Err(e) => level.other.push(e.to_string()),
+        }
+    }
+    level
+}
+
+#[test]
+fn reactive_admits_idle_connections_at_what_they_cost_busy_and_lives() {
+    if let Err(why) = cgroup::available() {
+        panic!("this test needs a memory cgroup of its own (run as root): {why}");
+    }
+    const CAP: u64 = 24 << 20;
+    let cgroup =
+        MemoryCgroup::create(&format!("blocklab-test-admission-busy-{}", std::process::id()), Some(CAP))
+            .expect("a memory cgroup");
+    let mut command = common::blocklab();
+    command.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--nodes",
+        "100",
+        "--model",
+        "reactive",
+        "--workers",
+        "1",
+    ]);
+    let server = Listening::start(cgroup.wrap(&command));
+    // A level that fits teaches the budget what a busy connection costs.
+    let first = connect_all_then_send(server.addr, 600, 1500);
+    assert_eq!((first.ok, first.refused), (600, 0), "a level that fits: {first:?}");
+    // Then more than fit: open idle, a connection costs about two thirds
+    // of what it costs once its request is in, so admitting on the idle
+    // figure took the server past its cap when the requests came.
+    let second = connect_all_then_send(server.addr, 3000, 1500);
+    assert_eq!(cgroup.oom_kills(), 0, "the server was OOM-killed: {second:?}");
+    assert!(
+        second.other.is_empty(),
+        "neither answered nor refused: {:?}",
+        &second.other[..second.other.len().min(5)]
+    );
+    assert!(second.refused > 0 && second.ok >= 300, "{second:?}");
+    let (text, _) = metrics_when_admitted(server.addr);
+    let busy = metric(&text, "blocklab_admission_busy_connection_cost_bytes");
+    let idle = metric(&text, "blocklab_admission_connection_cost_bytes");
+    assert!(busy > 0.0 && idle > 0.0, "costs learned: idle {idle}, busy {busy}");
+    let got = raw_exchange(
+        server.addr,
+        b"GET /test HTTP/1.1\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    );
+    assert!(got.starts_with("HTTP/1.1 200"), "/test after the crowd: {got:?}");
     assert_eq!(cgroup.oom_kills(), 0);
 }
 

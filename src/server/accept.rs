@@ -111,6 +111,11 @@ impl Admission {
     ) {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut reserve = self.guard.then(open_reserve).flatten();
+        // While connections are open, the memory budget reads the usage now
+        // and then, to learn what a connection costs with its request in
+        // flight (no accept may come until the next burst).
+        let mut observe = tokio::time::interval(super::budget::OBSERVE_EVERY);
+        observe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             let permit = match &self.limit {
                 Some(limit) => tokio::select! {
@@ -120,6 +125,17 @@ impl Admission {
                 None => None,
             };
             let (stream, peer) = tokio::select! {
+                biased;
+                () = &mut shutdown => return,
+                _ = observe.tick() => {
+                    if let Some(budget) = &self.budget {
+                        let open = u64::try_from(self.metrics.connections_open.get()).unwrap_or(0);
+                        if open > 0 {
+                            budget.observe(open, self.metrics.requests_in_flight());
+                        }
+                    }
+                    continue;
+                }
                 accepted = listener.accept() => match accepted {
                     Ok(conn) => conn,
                     Err(e) if self.guard && out_of_descriptors(&e) && reserve.is_some() => {
@@ -142,11 +158,10 @@ impl Admission {
                         continue;
                     }
                 },
-                () = &mut shutdown => return,
             };
             if let Some(budget) = &self.budget {
                 let open = u64::try_from(self.metrics.connections_open.get()).unwrap_or(0);
-                if !budget.admit(open) {
+                if !budget.admit(open, self.metrics.requests_in_flight()) {
                     self.refuse(&stream, Refusal::Memory);
                     continue;
                 }

@@ -18,17 +18,28 @@
 //!   costs under lean and invisible to the process itself. Less the inactive
 //!   page cache (`memory.stat`), which the kernel reclaims before it kills.
 //!   The file stays open and is read again at offset 0 (one `pread`), at
-//!   most once a millisecond and always before a refusal.
-//! - **Connections admitted between two readings**: within a millisecond
-//!   a burst may bring dozens, which the last reading does not show yet. So
-//!   the budget learns, from the readings, what an open connection costs
-//!   here (live less idle memory, over the connections open in the cgroup:
-//!   the kernel's socket memory is charged as `accept` returns, the rest as
-//!   the request is read), and a connection is admitted while the last
-//!   reading plus what the connections admitted since it will cost stays
-//!   under the budget. The cost is the latest reading's ratio: it includes
-//!   the server's own growth under load shared by the connections open, so
-//!   it is high while few are open and settles as more are.
+//!   most once a millisecond and always before a refusal, and every 50 ms
+//!   while connections are open.
+//! - **Connections admitted between two readings, and what admitted
+//!   connections are still to cost**: within a millisecond a burst may
+//!   bring dozens, which the last reading does not show yet, and a
+//!   connection admitted idle grows when its request arrives (under
+//!   `reactive`, measured here: about 12 KiB open and idle, hyper's read
+//!   buffer and the connection's task, and 5 KiB more once its request is
+//!   in flight; a client that opens every connection first and then sends
+//!   every request at once, as the sweep's does, would have all of it
+//!   admitted on the idle figure). So the budget learns two costs from the
+//!   readings (live less idle memory, over the connections open in the
+//!   cgroup): an **idle** connection's, from readings where almost none has
+//!   a request in flight, and a **busy** one's, from readings where most
+//!   do. A connection is admitted while the last reading, plus the growth
+//!   still to come of the connections open idle at it (each to the busy
+//!   cost), plus what the connections admitted since it will cost when
+//!   busy, stays under the budget. Each cost is the latest reading's ratio:
+//!   it includes the server's own growth under load shared by the
+//!   connections open, so it is high while few are open and settles as
+//!   more are. Until a busy cost is learned (a fresh process's first burst)
+//!   only the idle one projects.
 //! - **What the reserve is for**: what admitted connections still grow by
 //!   after their reading (the request read, the answer written), the
 //!   kernel's charge for connections queued before `accept` (about a
@@ -49,6 +60,8 @@ use super::metrics::Metrics;
 
 /// How old a usage reading may be before an admission reads it again.
 const FRESH: Duration = Duration::from_millis(1);
+/// How often the accept loop reads the usage while connections are open.
+pub const OBSERVE_EVERY: Duration = Duration::from_millis(50);
 /// How old the page-cache figure may be before a reading over the budget
 /// reads `memory.stat` again (it moves slowly, and the file is long).
 const CACHE_FRESH: Duration = Duration::from_millis(100);
@@ -82,8 +95,13 @@ struct Readings {
     cache_at: Instant,
     /// The lowest live memory read with no connection open here.
     idle: u64,
-    /// What an open connection costs, learned (0: not yet).
-    cost: u64,
+    /// What an open connection costs, learned (0: not yet): with no
+    /// request in flight, and with one.
+    idle_cost: u64,
+    busy_cost: u64,
+    /// Connections open in the cgroup with no request in flight, at the
+    /// last reading.
+    open_idle: u64,
 }
 
 /// Where the memory controller of this process's cgroup keeps its files.
@@ -116,7 +134,9 @@ impl MemoryBudget {
             cache: 0,
             cache_at: now,
             idle: u64::MAX,
-            cost: 0,
+            idle_cost: 0,
+            busy_cost: 0,
+            open_idle: 0,
         };
         let budget = MemoryBudget {
             usage,
@@ -132,7 +152,7 @@ impl MemoryBudget {
         capacity.memory_budget.store(budget.budget, Relaxed);
         {
             let mut readings = budget.lock();
-            budget.read(&mut readings, 0, true);
+            budget.read(&mut readings, 0, 0);
         }
         Ok(Some(budget))
     }
@@ -147,19 +167,20 @@ impl MemoryBudget {
         self.budget
     }
 
-    /// Whether one more connection fits, with `open_here` open in this
-    /// process now; counts it as admitted if so.
-    pub fn admit(&self, open_here: u64) -> bool {
+    /// Whether one more connection fits, with `open_here` connections open
+    /// in this process now and `busy_here` requests in flight; counts it as
+    /// admitted if so.
+    pub fn admit(&self, open_here: u64, busy_here: u64) -> bool {
         let mut readings = self.lock();
         let alive = self.metrics.capacity.processes_alive();
         let mut fresh = false;
         if readings.read_at.elapsed() >= FRESH {
-            self.read(&mut readings, open_here, open_here == 0);
+            self.read(&mut readings, open_here, busy_here);
             fresh = true;
         }
         if !fits(&readings, alive, self.budget) && !fresh {
             // Never refuse on an old reading: memory may have been freed.
-            self.read(&mut readings, open_here, open_here == 0);
+            self.read(&mut readings, open_here, busy_here);
         }
         if fits(&readings, alive, self.budget) {
             readings.admitted_since += 1;
@@ -169,13 +190,24 @@ impl MemoryBudget {
         }
     }
 
+    /// Reads the usage and learns from it without admitting anything: the
+    /// accept loop calls it while connections are open and none arrives, so
+    /// the costs are learned once requests are in flight too.
+    pub fn observe(&self, open_here: u64, busy_here: u64) {
+        let mut readings = self.lock();
+        if readings.read_at.elapsed() >= OBSERVE_EVERY / 2 {
+            self.read(&mut readings, open_here, busy_here);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Readings> {
         self.readings.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Reads the cgroup's usage (and its page cache when it matters), and
-    /// learns from it; `idle`: no connection is open here.
-    fn read(&self, readings: &mut Readings, open_here: u64, idle: bool) {
+    /// learns from it, with `open_here` connections open in this process
+    /// and `busy_here` requests in flight.
+    fn read(&self, readings: &mut Readings, open_here: u64, busy_here: u64) {
         let now = Instant::now();
         let Some(usage) = read_number_at(&self.usage) else {
             // The cgroup went away under us: admit as if there were no cap.
@@ -184,7 +216,9 @@ impl MemoryBudget {
             readings.live = 0;
             return;
         };
-        if usage > self.budget && now.duration_since(readings.cache_at) >= CACHE_FRESH
+        // Past half the budget the page cache matters to a decision: read
+        // it again (lazily freed heap pages are counted there too).
+        if usage > self.budget / 2 && now.duration_since(readings.cache_at) >= CACHE_FRESH
             || readings.idle == u64::MAX
         {
             readings.cache = stat_field(&self.stat, self.cache_field).unwrap_or(0);
@@ -194,29 +228,59 @@ impl MemoryBudget {
         readings.live = live;
         readings.read_at = now;
         readings.admitted_since = 0;
-        if idle {
+        if open_here == 0 {
             readings.idle = readings.idle.min(live);
         }
         // Connections open in the cgroup: the kernel spreads them evenly
         // over the workers (SO_REUSEPORT's hash), so this one's times the
         // workers alive.
-        let open = open_here * self.metrics.capacity.processes_alive();
-        if open >= LEARN_FROM && live > readings.idle {
-            readings.cost = (live - readings.idle) / open;
-        }
+        let alive = self.metrics.capacity.processes_alive();
+        let open = open_here * alive;
+        let busy = (busy_here * alive).min(open);
+        learn(readings, live, open, busy);
         let capacity = &self.metrics.capacity;
         capacity.memory_live.store(live, Relaxed);
         capacity.memory_idle.store(readings.idle, Relaxed);
-        capacity.connection_cost.store(readings.cost, Relaxed);
+        capacity.connection_cost.store(readings.idle_cost, Relaxed);
+        capacity.busy_connection_cost.store(readings.busy_cost, Relaxed);
     }
 }
 
-/// Whether one more connection fits: the last reading plus what the
-/// connections admitted since (here, times the `alive` workers that admit
-/// alike) will cost, under `budget`.
+/// Learns the costs of an idle and a busy connection from a reading of
+/// `live` memory with `open` connections open in the cgroup, `busy` of them
+/// with a request in flight.
+fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
+    readings.open_idle = open - busy;
+    if open < LEARN_FROM || live <= readings.idle {
+        return;
+    }
+    let grown = live - readings.idle;
+    // Nine in ten busy: the requests are in, and the level's tail (answers
+    // written, memory freed but still charged, fewer busy) is not read as a
+    // higher cost.
+    let mostly_busy = busy >= LEARN_FROM && busy * 10 >= open * 9;
+    // Almost none busy; or, with nothing learned yet, whatever is open
+    // (a server kept half busy still needs a cost to project with).
+    if busy * 16 <= open || readings.idle_cost == 0 && !mostly_busy {
+        readings.idle_cost = grown / open;
+    }
+    if mostly_busy {
+        readings.busy_cost = match readings.idle_cost {
+            0 => grown / open,
+            idle_cost => grown.saturating_sub(idle_cost * readings.open_idle) / busy,
+        };
+    }
+}
+
+/// Whether one more connection fits: the last reading, plus the growth
+/// still to come of the connections idle at it (each to the busy cost), plus
+/// what the connections admitted since (here, times the `alive` workers that
+/// admit alike) will cost busy, under `budget`.
 fn fits(readings: &Readings, alive: u64, budget: u64) -> bool {
-    let since = (readings.admitted_since + 1).saturating_mul(alive).saturating_mul(readings.cost);
-    readings.live.saturating_add(since) <= budget
+    let full = readings.busy_cost.max(readings.idle_cost);
+    let growth = readings.open_idle.saturating_mul(full - readings.idle_cost);
+    let since = (readings.admitted_since + 1).saturating_mul(alive).saturating_mul(full);
+    readings.live.saturating_add(growth).saturating_add(since) <= budget
 }
 
 /// A cgroup file's number, read again from offset 0.
@@ -273,7 +337,17 @@ mod tests {
 
     fn readings(live: u64, cost: u64, admitted_since: u64) -> Readings {
         let now = Instant::now();
-        Readings { live, read_at: now, admitted_since, cache: 0, cache_at: now, idle: 100, cost }
+        Readings {
+            live,
+            read_at: now,
+            admitted_since,
+            cache: 0,
+            cache_at: now,
+            idle: 100,
+            idle_cost: cost,
+            busy_cost: 0,
+            open_idle: 0,
+        }
     }
 
     #[test]
@@ -296,5 +370,37 @@ mod tests {
         assert!(!fits(&readings(500, 4, 125), 1, 1_000));
         // Two workers admit alike: each counts the other's admissions too.
         assert!(!fits(&readings(500, 4, 100), 2, 1_000));
+    }
+
+    #[test]
+    fn idle_connections_are_projected_at_what_they_cost_busy() {
+        // 100 idle connections at 4 each; busy, one costs 6.
+        let mut r = readings(500, 4, 0);
+        r.busy_cost = 6;
+        r.open_idle = 100;
+        // 500 + 100 x 2 still to grow + 6 for the next: 706.
+        assert!(fits(&r, 1, 706));
+        assert!(!fits(&r, 1, 705));
+        // Without a busy cost learned, only the idle one projects.
+        r.busy_cost = 0;
+        assert!(fits(&r, 1, 504));
+    }
+
+    #[test]
+    fn the_costs_are_learned_from_idle_and_from_busy_readings() {
+        let mut r = readings(0, 0, 0);
+        // 1,000 connections open, none busy, 4,000 over idle: 4 each.
+        learn(&mut r, 4_100, 1_000, 0);
+        assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 0, 1_000));
+        // Their requests arrive: 900 busy, 100 idle, 9,500 over idle:
+        // (9,500 - 100 x 4) / 900 = 10 each busy; the idle cost stays.
+        learn(&mut r, 9_600, 1_000, 900);
+        assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 10, 100));
+        // Half busy (a level's tail) teaches neither once something is
+        // learned; too few open, nothing.
+        learn(&mut r, 50_100, 1_000, 500);
+        assert_eq!((r.idle_cost, r.busy_cost), (4, 10));
+        learn(&mut r, 50_100, 200, 0);
+        assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 10, 200));
     }
 }

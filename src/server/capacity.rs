@@ -48,8 +48,11 @@ pub struct Capacity {
     pub memory_live: AtomicU64,
     /// The lowest live memory read with no connection open here.
     pub memory_idle: AtomicU64,
-    /// Live memory per open connection, as learned from the readings.
+    /// Live memory per open connection with no request in flight, as
+    /// learned from the readings.
     pub connection_cost: AtomicU64,
+    /// Live memory per open connection with a request in flight.
+    pub busy_connection_cost: AtomicU64,
     /// Worker processes started (1: this process serves alone).
     pub processes: AtomicU64,
     /// Worker processes that died since start.
@@ -65,6 +68,7 @@ impl Default for Capacity {
             memory_live: AtomicU64::new(0),
             memory_idle: AtomicU64::new(0),
             connection_cost: AtomicU64::new(0),
+            busy_connection_cost: AtomicU64::new(0),
             processes: AtomicU64::new(1),
             processes_lost: AtomicU64::new(0),
         }
@@ -139,12 +143,20 @@ impl Capacity {
             ),
             (
                 "blocklab_admission_connection_cost_bytes",
-                "Live memory per open connection, learned from the readings: (live - idle) / \
-                 connections open in the cgroup (this worker's times the workers alive), a \
-                 slowly decaying maximum; 0 until learned. It projects what connections \
-                 admitted but not yet read from will cost, so a burst of connects is not \
-                 admitted on a reading taken before their requests arrived.",
+                "Live memory per open connection with no request in flight, learned from the \
+                 readings where almost none has one: (live - idle) / connections open in the \
+                 cgroup (this worker's times the workers alive), the latest such reading's; 0 \
+                 until learned.",
                 self.connection_cost.load(Relaxed),
+            ),
+            (
+                "blocklab_admission_busy_connection_cost_bytes",
+                "Live memory per open connection with a request in flight, learned from the \
+                 readings where most have one, less the idle ones' share; 0 until learned. Every \
+                 connection admitted, and every one open idle, is projected at it: a client that \
+                 opens its connections first and sends its requests later is not admitted on a \
+                 reading taken before the requests arrived.",
+                self.busy_connection_cost.load(Relaxed),
             ),
             (
                 "blocklab_worker_processes",

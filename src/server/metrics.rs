@@ -144,6 +144,12 @@ impl Drop for RequestTimer {
 }
 
 impl Metrics {
+    /// Requests received and not yet answered, every endpoint's.
+    pub fn requests_in_flight(&self) -> u64 {
+        let sum: i64 = self.endpoints.iter().map(|e| e.in_flight.get()).sum();
+        u64::try_from(sum).unwrap_or(0)
+    }
+
     /// Starts timing a request to `endpoint`.
     pub fn start(self: &Arc<Self>, endpoint: Endpoint) -> RequestTimer {
         self.endpoints[endpoint.index()].in_flight.inc();
