@@ -15,6 +15,14 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
         if let Some(d) = &t.died {
             let sentence = match d.how {
                 DeathKind::DidNotStart => format!("{} did not start: {}.", t.name, first_line(&d.detail)),
+                DeathKind::OomKilled if d.detail.contains(super::run::PART_KILLED) => format!(
+                    "{} lost part of itself at {} concurrent requests {cap}{}: {}. The requests those processes \
+                     held failed; a lost worker counts as a death, so its later levels were not run.",
+                    t.name,
+                    d.level,
+                    t.highest_full_success.map_or(String::new(), |l| format!(" after holding {l} at 100 %")),
+                    first_line(&d.detail)
+                ),
                 DeathKind::OomKilled => format!(
                     "{} was OOM-killed at {} concurrent requests {cap}{}: the kernel killed the whole process, \
                      so every request in flight failed and it never answered again.",

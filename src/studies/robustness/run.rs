@@ -427,7 +427,8 @@ fn sweep_target(
                 continue;
             }
         };
-        let died = check_life(runtime, server.as_mut(), cgroup.as_ref(), oom_before, addr, &host, level);
+        let died = check_life(runtime, server.as_mut(), cgroup.as_ref(), oom_before, addr, &host, level)
+            .or_else(|| workers_killed(server.as_ref(), cgroup.as_ref(), oom_before, workers, level));
         let rate = load.success_rate(level);
         let mut step = Step {
             level,
@@ -546,6 +547,36 @@ fn check_life(
     let detail =
         if tail.is_empty() { unanswered } else { format!("{unanswered}; stderr: {}", last_lines(&tail, 5)) };
     Some(Death { level, how: DeathKind::Unresponsive, detail, answered_again: None })
+}
+
+/// What the detail of a death says when some of the target's processes were
+/// OOM-killed and its main process lives on.
+pub(super) const PART_KILLED: &str = "OOM-killed during the level";
+
+/// After a step the target's main process survived: was one of its other
+/// processes OOM-killed (one of lean's worker processes, a gunicorn worker)?
+/// That is a death too, whatever the rest still answers: the target lost part
+/// of itself to its memory, and its cgroup counted the kills.
+fn workers_killed(
+    server: Option<&ServerProcess>,
+    cgroup: Option<&MemoryCgroup>,
+    oom_before: u64,
+    workers: Option<usize>,
+    level: usize,
+) -> Option<Death> {
+    server?;
+    let killed = cgroup?.oom_kills().saturating_sub(oom_before);
+    if killed == 0 {
+        return None;
+    }
+    let detail = match workers {
+        Some(workers) if workers > 1 => {
+            format!("{killed} of its {workers} worker processes {PART_KILLED}; the rest still serve the port")
+        }
+        _ => format!("{killed} of its processes {PART_KILLED}; its main process lives on"),
+    };
+    eprintln!("sweep: {detail}");
+    Some(Death { level, how: DeathKind::OomKilled, detail, answered_again: None })
 }
 
 /// After an unresponsive step: does the target answer `/test` again within
