@@ -330,7 +330,13 @@ fn spring_webflux_and_go_beside_a_model_in_a_short_sweep() {
     assert!(warmup.contains("300 GET /test") && warmup.contains("answered 2xx"), "{warmup}");
     let go = target(&results, "go-nethttp");
     assert!(go["cap"].as_str().unwrap().contains("GOMEMLIMIT=40MiB"), "{go:#}");
-    assert!(go["warmup"].is_null() && target(&results, "lean")["warmup"].is_null(), "only JVMs warm up");
+    assert!(go["warmup"].is_null(), "no warm-up for Go: {go:#}");
+    // lean, under admission control, is taught its costs by one small burst first.
+    let taught = target(&results, "lean")["warmup"].as_str().unwrap_or_default().to_string();
+    assert!(
+        taught.contains("admission control taught its costs") && taught.contains("600 answered 2xx"),
+        "{taught}"
+    );
     assert!(target(&results, "lean")["steps"][0]["peak_heap_bytes"].is_null());
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(md.contains("## Memory per in-flight request") && md.contains("## The seed's question"), "{md}");
@@ -489,8 +495,18 @@ fn refusals_are_counted_apart_from_timeouts_and_failures() {
     assert_eq!(count("ok") + count("refused"), 600, "nothing but served and refused: {step:#}");
     assert_eq!(step["alive_after"], true, "{step:#}");
     assert!(step["load"]["refused_max_ms"].as_f64().unwrap() < 10_000.0, "{step:#}");
+    // The server's reason, from its x-refused-for header, summed over the two client processes.
+    let why = step["load"]["refused_for"].as_object().expect("refusals by reason");
+    assert_eq!(why.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), count("refused"), "{step:#}");
+    assert!(why.get("descriptors").and_then(|n| n.as_u64()).unwrap_or(0) >= 1, "{step:#}");
+    let reasons: Vec<String> = why.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
-    let row = format!("| lean | 600 | {:.1} | {} | 0 | 0 |", count("ok") as f64 / 6.0, count("refused"));
+    let row = format!(
+        "| lean | 600 | {:.1} | {} ({}) | 0 | 0 |",
+        count("ok") as f64 / 6.0,
+        count("refused"),
+        reasons.join(", ")
+    );
     assert!(md.contains(&row), "no row {row} in {md}");
     let sentence = format!("at 600: {} served, {} refused (each within", count("ok"), count("refused"));
     assert!(md.contains(&sentence), "no {sentence:?} in {md}");

@@ -33,15 +33,35 @@ use super::config::ServeConfig;
 use super::metrics::Metrics;
 use super::model::AdmissionMode;
 
-/// The whole answer to a refused connection: written before the request is
-/// read, and the connection closed after it.
-const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
-retry-after: 1\r\n\
-content-type: application/json\r\n\
-content-length: 44\r\n\
-connection: close\r\n\
-\r\n\
-{\"error\":\"over capacity; retry in a second\"}";
+/// The whole answer to a connection refused for `$why` ([`Refusal::name`]):
+/// written before the request is read, and the connection closed after it.
+/// `x-refused-for` names the reason, so a client (the sweep's) can count
+/// refusals by it across every worker process.
+macro_rules! refused {
+    ($why:literal) => {
+        concat!(
+            "HTTP/1.1 503 Service Unavailable\r\n",
+            "retry-after: 1\r\n",
+            "x-refused-for: ",
+            $why,
+            "\r\n",
+            "content-type: application/json\r\n",
+            "content-length: 44\r\n",
+            "connection: close\r\n",
+            "\r\n",
+            "{\"error\":\"over capacity; retry in a second\"}"
+        )
+        .as_bytes()
+    };
+}
+
+/// The answer to a connection refused for `why`.
+fn refused(why: Refusal) -> &'static [u8] {
+    match why {
+        Refusal::Memory => refused!("memory"),
+        Refusal::Descriptors => refused!("descriptors"),
+    }
+}
 
 /// Counts open connections and enforces the limits.
 #[derive(Clone)]
@@ -184,7 +204,7 @@ impl Admission {
     fn refuse(&self, stream: &TcpStream, why: Refusal) {
         self.metrics.capacity.refused(why);
         let socket = socket2::SockRef::from(stream);
-        let _ = socket.send(REFUSED);
+        let _ = socket.send(refused(why));
         let _ = socket.shutdown(std::net::Shutdown::Write);
         let mut sink = [MaybeUninit::<u8>::uninit(); 2048];
         for _ in 0..4 {
@@ -213,11 +233,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_refusal_is_a_whole_http_answer() {
-        let text = std::str::from_utf8(REFUSED).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap();
-        assert!(head.starts_with("HTTP/1.1 503 ") && head.contains("\r\nretry-after: 1"));
-        assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
-        serde_json::from_str::<serde_json::Value>(body).unwrap();
+    fn the_refusal_is_a_whole_http_answer_naming_its_reason() {
+        for why in Refusal::ALL {
+            let text = std::str::from_utf8(refused(why)).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            assert!(head.starts_with("HTTP/1.1 503 ") && head.contains("\r\nretry-after: 1"));
+            assert!(head.contains(&format!("\r\nx-refused-for: {}\r\n", why.name())), "{head}");
+            assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
+            serde_json::from_str::<serde_json::Value>(body).unwrap();
+        }
     }
 }

@@ -102,6 +102,10 @@ struct Readings {
     /// Connections open in the cgroup with no request in flight, at the
     /// last reading.
     open_idle: u64,
+    /// Live memory and connections open at the last reading where almost
+    /// none had a request in flight: what a busy reading with about as many
+    /// open is set against.
+    idle_reading: Option<(u64, u64)>,
 }
 
 /// Where the memory controller of this process's cgroup keeps its files.
@@ -137,6 +141,7 @@ impl MemoryBudget {
             idle_cost: 0,
             busy_cost: 0,
             open_idle: 0,
+            idle_reading: None,
         };
         let budget = MemoryBudget {
             usage,
@@ -264,10 +269,23 @@ fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
     if busy * 16 <= open || readings.idle_cost == 0 && !mostly_busy {
         readings.idle_cost = grown / open;
     }
+    if busy * 16 <= open {
+        readings.idle_reading = Some((live, open));
+    }
     if mostly_busy {
-        readings.busy_cost = match readings.idle_cost {
-            0 => grown / open,
-            idle_cost => grown.saturating_sub(idle_cost * readings.open_idle) / busy,
+        // What the requests added, against an idle reading of about the same
+        // connections (a client that connects first and sends later): the
+        // margin of a request, free of the server's own growth and of memory
+        // an earlier level left charged, which an average over the open
+        // connections would spread over them.
+        let added = readings
+            .idle_reading
+            .filter(|&(_, was)| was * 10 >= open * 9 && open * 10 >= was * 9)
+            .map(|(was_live, _)| live.saturating_sub(was_live) / busy);
+        readings.busy_cost = match (readings.idle_cost, added) {
+            (0, _) => grown / open,
+            (idle_cost, Some(added)) => idle_cost + added,
+            (idle_cost, None) => grown.saturating_sub(idle_cost * readings.open_idle) / busy,
         };
     }
 }
@@ -347,6 +365,7 @@ mod tests {
             idle_cost: cost,
             busy_cost: 0,
             open_idle: 0,
+            idle_reading: None,
         }
     }
 
@@ -392,9 +411,9 @@ mod tests {
         // 1,000 connections open, none busy, 4,000 over idle: 4 each.
         learn(&mut r, 4_100, 1_000, 0);
         assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 0, 1_000));
-        // Their requests arrive: 900 busy, 100 idle, 9,500 over idle:
-        // (9,500 - 100 x 4) / 900 = 10 each busy; the idle cost stays.
-        learn(&mut r, 9_600, 1_000, 900);
+        // Their requests arrive: 900 busy, 5,400 more than the idle reading
+        // of the same 1,000: 6 more each, 10 each busy; the idle cost stays.
+        learn(&mut r, 9_500, 1_000, 900);
         assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 10, 100));
         // Half busy (a level's tail) teaches neither once something is
         // learned; too few open, nothing.
@@ -402,5 +421,23 @@ mod tests {
         assert_eq!((r.idle_cost, r.busy_cost), (4, 10));
         learn(&mut r, 50_100, 200, 0);
         assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 10, 200));
+    }
+
+    #[test]
+    fn a_busy_reading_is_set_against_the_idle_one_not_averaged() {
+        // An earlier level left 20,000 charged: 1,000 idle connections read
+        // as 24 each (the average), though each holds 4.
+        let mut r = readings(0, 0, 0);
+        learn(&mut r, 24_100, 1_000, 0);
+        assert_eq!(r.idle_cost, 24);
+        // Their requests add 2 each: the busy cost is 24 + 2, not the
+        // average over 1,000 of what is charged now.
+        learn(&mut r, 26_100, 1_000, 1_000);
+        assert_eq!(r.busy_cost, 26);
+        // Without an idle reading of about as many, the average decides.
+        let mut r = readings(0, 0, 0);
+        learn(&mut r, 4_100, 500, 0);
+        learn(&mut r, 12_100, 1_000, 1_000);
+        assert_eq!(r.busy_cost, 12_000 / 1_000);
     }
 }

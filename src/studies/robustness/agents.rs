@@ -58,6 +58,8 @@ struct Report {
     outcomes: BTreeMap<String, usize>,
     ok_ms: Vec<f64>,
     refused_max_ms: f64,
+    #[serde(default)]
+    refused_for: BTreeMap<String, usize>,
     wall_ms: f64,
     send_spread_ms: f64,
     sources: Vec<std::net::IpAddr>,
@@ -86,6 +88,7 @@ pub fn agent(args: &AgentArgs) -> Result<(), Failure> {
         outcomes: load.outcomes.iter().map(|(k, v)| ((*k).to_string(), *v)).collect(),
         ok_ms: load.ok_ms,
         refused_max_ms: load.refused_max_ms,
+        refused_for: load.refused_for,
         wall_ms: load.wall_ms,
         send_spread_ms: load.send_spread_ms,
         sources,
@@ -204,6 +207,9 @@ fn merge(load: &mut StepLoad, r: Report, offset_ms: f64) {
     }
     load.ok_ms.extend(r.ok_ms);
     load.refused_max_ms = load.refused_max_ms.max(r.refused_max_ms);
+    for (why, n) in r.refused_for {
+        *load.refused_for.entry(why).or_default() += n;
+    }
     load.wall_ms = load.wall_ms.max(offset_ms + r.wall_ms);
     load.send_spread_ms = load.send_spread_ms.max(offset_ms + r.send_spread_ms);
 }
@@ -240,15 +246,17 @@ mod tests {
             outcomes: [("ok".to_string(), ok), ("timeout".to_string(), timeout)].into_iter().collect(),
             ok_ms: ms,
             refused_max_ms: 0.0,
+            refused_for: [("memory".to_string(), timeout)].into_iter().collect(),
             wall_ms: 5000.0,
             send_spread_ms: 1.0,
             sources: vec!["127.0.0.1".parse().unwrap()],
         };
         merge(&mut load, report(2, 1, vec![5000.0, 5001.0]), 0.0);
-        merge(&mut load, report(3, 0, vec![5002.0, 5003.0, 5004.0]), 0.4);
+        merge(&mut load, report(3, 2, vec![5002.0, 5003.0, 5004.0]), 0.4);
         assert_eq!(load.count(Outcome::Ok), 5);
-        assert_eq!(load.count(Outcome::Timeout), 1);
-        assert_eq!(load.connected, 6);
+        assert_eq!(load.count(Outcome::Timeout), 3);
+        assert_eq!(load.refused_for["memory"], 3, "the reasons add up across processes");
+        assert_eq!(load.connected, 8);
         assert_eq!(load.ok_ms.len(), 5);
         assert_eq!(load.quantile_ms(1.0), Some(5004.0));
         assert!((load.send_spread_ms - 1.4).abs() < 1e-9);

@@ -148,7 +148,8 @@ pub fn markdown(results: &SweepResults) -> String {
     let _ = writeln!(
         md,
         "Success: 2xx within the timeout. Refused: a 503 (admission control's answer) or a connection closed \
-         before its request was sent; refused within: the slowest refusal from its send. Timed out: no whole \
+         before its request was sent, with the reason the server gave in brackets (blocklab's x-refused-for \
+         header: memory or descriptors; unstated: a 503 without it; closed: the close); refused within: the slowest refusal from its send. Timed out: no whole \
          answer (or no connection) within the timeout. Other failures: connect refused (ECONNREFUSED), reset, \
          closed early, another status, the client's own. Response times of the successes, from the send to the \
          whole response. Sent over: the first request sent to the last (JMeter starts its threads one by \
@@ -171,7 +172,7 @@ pub fn markdown(results: &SweepResults) -> String {
                 t.name,
                 s.level,
                 s.success_rate.map_or("-".to_string(), |r| format!("{:.1}", r * 100.0)),
-                count(|l| l.count(Outcome::Refused)),
+                load.map_or("-".to_string(), refused_cell),
                 count(StepLoad::timed_out),
                 other_failures(s),
                 ms(s.min_ms),
@@ -262,6 +263,22 @@ fn steps_where(results: &SweepResults, count: fn(&super::step::StepLoad) -> usiz
         .collect()
 }
 
+/// A level's refusals, with their reasons when the server gave any:
+/// `172 (memory 170, descriptors 2)`.
+fn refused_cell(load: &StepLoad) -> String {
+    let refused = load.count(Outcome::Refused);
+    if refused == 0 || load.refused_for.is_empty() {
+        return refused.to_string();
+    }
+    let why: Vec<String> = load.refused_for.iter().map(|(why, n)| format!("{why} {n}")).collect();
+    format!("{refused} ({})", why.join(", "))
+}
+
+/// The reasons as one CSV cell: `memory:170;descriptors:2`.
+fn refused_for_cell(load: &StepLoad) -> String {
+    load.refused_for.iter().map(|(why, n)| format!("{why}:{n}")).collect::<Vec<_>>().join(";")
+}
+
 /// `results.csv`: one row per target and level, written by the `csv` crate.
 /// A column per outcome follows the fixed ones, so rows are records of
 /// strings rather than one serde struct (the `csv` crate takes no flattened maps).
@@ -269,7 +286,7 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> =
         "target,client,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,\
-         send_spread_ms,refused_max_ms,peak_memory_bytes,cgroup_peak_bytes,peak_heap_bytes,peak_threads,alive_after,\
+         send_spread_ms,refused_max_ms,refused_for,peak_memory_bytes,cgroup_peak_bytes,peak_heap_bytes,peak_threads,alive_after,\
          client_processes,workers"
             .split(',')
             .map(String::from)
@@ -300,6 +317,7 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
                 opt(s.load.as_ref().map(|l| l.connect_max_ms)),
                 opt(s.load.as_ref().map(|l| l.send_spread_ms)),
                 opt(s.load.as_ref().map(|l| l.refused_max_ms)),
+                s.load.as_ref().map_or(String::new(), refused_for_cell),
                 int(s.peak_memory_bytes),
                 int(s.cgroup_peak_bytes),
                 int(s.peak_heap_bytes),

@@ -173,8 +173,9 @@ pub struct TargetResult {
     pub per_request: Option<PerRequest>,
     /// Steps whose client failed, with why (`--client jmeter`).
     pub client_failures: Vec<String>,
-    /// What a JVM target was sent before the first level, and how it went
-    /// (`None`: not warmed up, as every non-JVM target).
+    /// What a target was sent before the first level, and how it went: a
+    /// JVM's warm-up, or the burst that teaches admission control its costs
+    /// (`None`: neither).
     pub warmup: Option<String>,
     /// Whether it refuses what does not fit (`--admission auto`: `lean` and
     /// `reactive`): it then runs every level, past its descriptors too.

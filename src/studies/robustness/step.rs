@@ -110,6 +110,12 @@ pub struct StepLoad {
     /// control is to refuse at once, not after a wait.
     #[serde(default)]
     pub refused_max_ms: f64,
+    /// Refusals by the reason the server gave in its `x-refused-for` header
+    /// (blocklab's admission control: `memory` or `descriptors`, counted
+    /// across every worker process); `unstated` for a 503 without one,
+    /// `closed` for a close before the request was sent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refused_for: BTreeMap<String, usize>,
     /// From the first send to the last outcome, in milliseconds.
     pub wall_ms: f64,
     /// From the first request sent to the last, in milliseconds: near 0 for
@@ -255,21 +261,24 @@ pub async fn send(opened: Opened, host: &str, path: &str, timeout: Duration) -> 
             let request = request.clone();
             tokio::spawn(async move {
                 let sent = Instant::now();
-                let outcome = match tokio::time::timeout(timeout, exchange(stream, &request)).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Outcome::Timeout,
+                let (outcome, why) = match tokio::time::timeout(timeout, exchange(stream, &request)).await {
+                    Ok(ended) => ended,
+                    Err(_) => (Outcome::Timeout, None),
                 };
-                (outcome, sent.elapsed(), sent.duration_since(started))
+                (outcome, why, sent.elapsed(), sent.duration_since(started))
             })
         })
         .collect();
     for request in requests {
-        let (outcome, took, sent_at) =
-            request.await.unwrap_or((Outcome::LoadSide, Duration::ZERO, Duration::ZERO));
+        let (outcome, why, took, sent_at) =
+            request.await.unwrap_or((Outcome::LoadSide, None, Duration::ZERO, Duration::ZERO));
         load.send_spread_ms = load.send_spread_ms.max(sent_at.as_secs_f64() * 1e3);
         match outcome {
             Outcome::Ok => load.ok_ms.push(took.as_secs_f64() * 1e3),
-            Outcome::Refused => load.refused_max_ms = load.refused_max_ms.max(took.as_secs_f64() * 1e3),
+            Outcome::Refused => {
+                load.refused_max_ms = load.refused_max_ms.max(took.as_secs_f64() * 1e3);
+                *load.refused_for.entry(why.unwrap_or("unstated").to_string()).or_default() += 1;
+            }
             _ => {}
         }
         *load.outcomes.entry(outcome.name()).or_default() += 1;
@@ -333,7 +342,7 @@ pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) ->
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     let attempt = async {
         let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
-        match exchange(stream, request.as_bytes()).await {
+        match exchange(stream, request.as_bytes()).await.0 {
             // A refusal is an answer: the server is alive and says so.
             Outcome::Ok | Outcome::Refused | Outcome::Status => Ok(()),
             other => Err(format!("GET {path}: {}", other.name())),
@@ -345,34 +354,51 @@ pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) ->
     }
 }
 
-/// Sends the request and reads one whole response. A connection the server
-/// has already closed, before anything was sent on it, is a refusal: the
-/// server cannot have read the request (admission control past its
-/// descriptors accepts and closes at once).
-async fn exchange(mut stream: TcpStream, request: &[u8]) -> Outcome {
+/// Sends the request and reads one whole response: how it ended, and for a
+/// refusal the reason the server gave. A connection the server has already
+/// closed, before anything was sent on it, is a refusal: the server cannot
+/// have read the request (admission control past its descriptors accepts
+/// and closes at once).
+async fn exchange(mut stream: TcpStream, request: &[u8]) -> (Outcome, Option<&'static str>) {
     if closed_before_send(&stream) {
-        return Outcome::Refused;
+        return (Outcome::Refused, Some("closed"));
     }
     if let Err(e) = stream.write_all(request).await {
-        return Outcome::of_io(&e);
+        return (Outcome::of_io(&e), None);
     }
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 2048];
     loop {
         match stream.read(&mut chunk).await {
-            Ok(0) => return Outcome::ClosedEarly,
+            Ok(0) => return (Outcome::ClosedEarly, None),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Outcome::of_io(&e),
+            Err(e) => return (Outcome::of_io(&e), None),
         }
-        match complete(&buf) {
-            Some(Ok(status)) if (200..300).contains(&status) => return Outcome::Ok,
-            Some(Ok(503)) => return Outcome::Refused,
-            Some(Ok(_)) => return Outcome::Status,
-            Some(Err(())) => return Outcome::ClosedEarly,
-            None if buf.len() > 1 << 20 => return Outcome::ClosedEarly,
-            None => {}
-        }
+        let outcome = match complete(&buf) {
+            Some(Ok(status)) if (200..300).contains(&status) => Outcome::Ok,
+            Some(Ok(503)) => return (Outcome::Refused, refused_for(&buf)),
+            Some(Ok(_)) => Outcome::Status,
+            Some(Err(())) => Outcome::ClosedEarly,
+            None if buf.len() > 1 << 20 => Outcome::ClosedEarly,
+            None => continue,
+        };
+        return (outcome, None);
     }
+}
+
+/// The reason a 503 in `buf` gives in its `x-refused-for` header: `memory`
+/// or `descriptors` (blocklab's admission control), `other` for any other
+/// value, `None` without the header.
+fn refused_for(buf: &[u8]) -> Option<&'static str> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    response.parse(buf).ok()?;
+    let value = response.headers.iter().find(|h| h.name.eq_ignore_ascii_case("x-refused-for"))?.value;
+    Some(match value {
+        b"memory" => "memory",
+        b"descriptors" => "descriptors",
+        _ => "other",
+    })
 }
 
 /// Whether the server closed (FIN or reset) a connection on which nothing
