@@ -149,10 +149,7 @@ impl Admission {
                 () = &mut shutdown => return,
                 _ = observe.tick() => {
                     if let Some(budget) = &self.budget {
-                        let open = u64::try_from(self.metrics.connections_open.get()).unwrap_or(0);
-                        if open > 0 {
-                            budget.observe(open, self.metrics.requests_in_flight());
-                        }
+                        budget.observe();
                     }
                     continue;
                 }
@@ -179,12 +176,11 @@ impl Admission {
                     }
                 },
             };
-            if let Some(budget) = &self.budget {
-                let open = u64::try_from(self.metrics.connections_open.get()).unwrap_or(0);
-                if !budget.admit(open, self.metrics.requests_in_flight()) {
-                    self.refuse(&stream, Refusal::Memory);
-                    continue;
-                }
+            if let Some(budget) = &self.budget
+                && !budget.admit()
+            {
+                self.refuse(&stream, Refusal::Memory);
+                continue;
             }
             let _ = stream.set_nodelay(true);
             self.metrics.connections_open.inc();

@@ -157,7 +157,7 @@ impl MemoryBudget {
         capacity.memory_budget.store(budget.budget, Relaxed);
         {
             let mut readings = budget.lock();
-            budget.read(&mut readings, 0, 0);
+            budget.read(&mut readings);
         }
         Ok(Some(budget))
     }
@@ -172,20 +172,19 @@ impl MemoryBudget {
         self.budget
     }
 
-    /// Whether one more connection fits, with `open_here` connections open
-    /// in this process now and `busy_here` requests in flight; counts it as
-    /// admitted if so.
-    pub fn admit(&self, open_here: u64, busy_here: u64) -> bool {
+    /// Whether one more connection fits beside those open in this process
+    /// now; counts it as admitted if so.
+    pub fn admit(&self) -> bool {
         let mut readings = self.lock();
         let alive = self.metrics.capacity.processes_alive();
         let mut fresh = false;
         if readings.read_at.elapsed() >= FRESH {
-            self.read(&mut readings, open_here, busy_here);
+            self.read(&mut readings);
             fresh = true;
         }
         if !fits(&readings, alive, self.budget) && !fresh {
             // Never refuse on an old reading: memory may have been freed.
-            self.read(&mut readings, open_here, busy_here);
+            self.read(&mut readings);
         }
         if fits(&readings, alive, self.budget) {
             readings.admitted_since += 1;
@@ -198,10 +197,13 @@ impl MemoryBudget {
     /// Reads the usage and learns from it without admitting anything: the
     /// accept loop calls it while connections are open and none arrives, so
     /// the costs are learned once requests are in flight too.
-    pub fn observe(&self, open_here: u64, busy_here: u64) {
+    pub fn observe(&self) {
+        if self.metrics.connections_open.get() <= 0 {
+            return;
+        }
         let mut readings = self.lock();
         if readings.read_at.elapsed() >= OBSERVE_EVERY / 2 {
-            self.read(&mut readings, open_here, busy_here);
+            self.read(&mut readings);
         }
     }
 
@@ -210,9 +212,12 @@ impl MemoryBudget {
     }
 
     /// Reads the cgroup's usage (and its page cache when it matters), and
-    /// learns from it, with `open_here` connections open in this process
-    /// and `busy_here` requests in flight.
-    fn read(&self, readings: &mut Readings, open_here: u64, busy_here: u64) {
+    /// learns from it, with the connections open in this process and the
+    /// requests in flight (only here, at most once a millisecond, not at
+    /// every admission).
+    fn read(&self, readings: &mut Readings) {
+        let open_here = u64::try_from(self.metrics.connections_open.get()).unwrap_or(0);
+        let busy_here = self.metrics.requests_in_flight();
         let now = Instant::now();
         let Some(usage) = read_number_at(&self.usage) else {
             // The cgroup went away under us: admit as if there were no cap.
