@@ -28,18 +28,20 @@
 //!   buffer and the connection's task, and 5 KiB more once its request is
 //!   in flight; a client that opens every connection first and then sends
 //!   every request at once, as the sweep's does, would have all of it
-//!   admitted on the idle figure). So the budget learns two costs from the
-//!   readings (live less idle memory, over the connections open in the
-//!   cgroup): an **idle** connection's, from readings where almost none has
-//!   a request in flight, and a **busy** one's, from readings where most
-//!   do. A connection is admitted while the last reading, plus the growth
-//!   still to come of the connections open idle at it (each to the busy
-//!   cost), plus what the connections admitted since it will cost when
-//!   busy, stays under the budget. Each cost is the latest reading's ratio:
-//!   it includes the server's own growth under load shared by the
-//!   connections open, so it is high while few are open and settles as
-//!   more are. Until a busy cost is learned (a fresh process's first burst)
-//!   only the idle one projects.
+//!   admitted on the idle figure). So the budget learns two figures from
+//!   the readings (live less idle memory, over the connections open in the
+//!   cgroup): an **idle** connection's cost, the latest reading's ratio
+//!   where almost none has a request in flight (it includes the server's
+//!   own growth shared by the connections open, so it is high while few are
+//!   open and settles as more are), and **what a request adds** to its
+//!   connection, from readings where most do, set against an idle reading
+//!   of about as many connections, and learned from as many requests in
+//!   flight as possible ([`learn_extra`]). A connection is admitted while
+//!   the last reading, plus what the requests still to come of the
+//!   connections idle at it will add, plus what the connections admitted
+//!   since it will cost when busy, stays under the budget. Until a
+//!   request's addition is learned (a fresh process's first burst) only
+//!   the idle cost projects.
 //! - **What the reserve is for**: what admitted connections still grow by
 //!   after their reading (the request read, the answer written), the
 //!   kernel's charge for connections queued before `accept` (about a
@@ -95,13 +97,18 @@ struct Readings {
     cache_at: Instant,
     /// The lowest live memory read with no connection open here.
     idle: u64,
-    /// What an open connection costs, learned (0: not yet): with no
-    /// request in flight, and with one.
+    /// What an open connection with no request in flight costs, learned
+    /// (0: not yet).
     idle_cost: u64,
-    busy_cost: u64,
+    /// What a request adds to its connection once it is in (0: none
+    /// learned, or none seen to add anything), and the most requests in
+    /// flight it was learned with.
+    busy_extra: u64,
+    extra_from: u64,
     /// Connections open in the cgroup with no request in flight, at the
-    /// last reading.
+    /// last reading, and with one.
     open_idle: u64,
+    busy: u64,
     /// Live memory and connections open at the last reading where almost
     /// none had a request in flight: what a busy reading with about as many
     /// open is set against.
@@ -139,8 +146,10 @@ impl MemoryBudget {
             cache_at: now,
             idle: u64::MAX,
             idle_cost: 0,
-            busy_cost: 0,
+            busy_extra: 0,
+            extra_from: 0,
             open_idle: 0,
+            busy: 0,
             idle_reading: None,
         };
         let budget = MemoryBudget {
@@ -252,7 +261,7 @@ impl MemoryBudget {
         capacity.memory_live.store(live, Relaxed);
         capacity.memory_idle.store(readings.idle, Relaxed);
         capacity.connection_cost.store(readings.idle_cost, Relaxed);
-        capacity.busy_connection_cost.store(readings.busy_cost, Relaxed);
+        capacity.busy_connection_cost.store(readings.idle_cost + readings.busy_extra, Relaxed);
     }
 }
 
@@ -261,14 +270,21 @@ impl MemoryBudget {
 /// with a request in flight.
 fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
     readings.open_idle = open - busy;
+    // Requests arriving or waiting, not being answered: as a level's answers
+    // go out, the connections they leave (back among the idle ones, or
+    // closing, their sockets' memory not yet uncharged) read as more than
+    // the idle reading, and a request would seem to add what it does not.
+    let answering = busy < readings.busy;
+    readings.busy = busy;
     if open < LEARN_FROM || live <= readings.idle {
         return;
     }
     let grown = live - readings.idle;
-    // Nine in ten busy: the requests are in, and the level's tail (answers
-    // written, memory freed but still charged, fewer busy) is not read as a
-    // higher cost.
-    let mostly_busy = busy >= LEARN_FROM && busy * 10 >= open * 9;
+    // Ninety-nine in a hundred busy: the requests are in, not still
+    // arriving (while they are, what reading them holds for a moment is
+    // read as what each adds, and the most seen is kept), and the level's
+    // tail is not read either.
+    let mostly_busy = busy >= LEARN_FROM && busy * 100 >= open * 99 && !answering;
     // Almost none busy; or, with nothing learned yet, whatever is open
     // (a server kept half busy still needs a cost to project with).
     if busy * 16 <= open || readings.idle_cost == 0 && !mostly_busy {
@@ -277,31 +293,61 @@ fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
     if busy * 16 <= open {
         readings.idle_reading = Some((live, open));
     }
-    if mostly_busy {
+    if mostly_busy && readings.idle_cost == 0 {
+        // Busy from the start (a client that sends as it connects): each
+        // connection is at its whole cost already, and that is its cost.
+        readings.idle_cost = grown / open;
+    } else if mostly_busy {
         // What the requests added, against an idle reading of about the same
         // connections (a client that connects first and sends later): the
         // margin of a request, free of the server's own growth and of memory
         // an earlier level left charged, which an average over the open
-        // connections would spread over them.
+        // connections would spread over them. Kept apart from the idle
+        // cost, so that the idle cost learned later, over more connections,
+        // does not carry an earlier one's overhead into every projection.
         let added = readings
             .idle_reading
             .filter(|&(_, was)| was * 10 >= open * 9 && open * 10 >= was * 9)
             .map(|(was_live, _)| live.saturating_sub(was_live) / busy);
-        readings.busy_cost = match (readings.idle_cost, added) {
-            (0, _) => grown / open,
-            (idle_cost, Some(added)) => idle_cost + added,
-            (idle_cost, None) => grown.saturating_sub(idle_cost * readings.open_idle) / busy,
-        };
+        let idle_cost = readings.idle_cost;
+        let extra = added.unwrap_or_else(|| {
+            (grown.saturating_sub(idle_cost * readings.open_idle) / busy).saturating_sub(idle_cost)
+        });
+        learn_extra(readings, extra, busy);
+    }
+}
+
+/// Learns `extra`, what each of `busy` requests seemed to add to its
+/// connection, against what earlier readings taught.
+///
+/// Part of what a process's first requests add is paid once (the
+/// allocator's first pages of a size, a table's first touch): lean's first
+/// 600 seemed to add 430 B each and the next 600 nothing (measured here).
+/// Spread over few requests and charged to every connection open, that
+/// once refused thousands. So a reading with at least twice the requests
+/// in flight replaces what fewer taught. Between half and twice as many,
+/// the most seen wins: requests that reuse memory an earlier level freed
+/// (and the allocator kept) seem to add less than they cost, and a level
+/// projected on that smaller margin could take the cgroup over its cap.
+/// Fewer than half as many teach nothing.
+fn learn_extra(readings: &mut Readings, extra: u64, busy: u64) {
+    if busy >= readings.extra_from.saturating_mul(2) {
+        readings.busy_extra = extra;
+        readings.extra_from = busy;
+    } else if busy.saturating_mul(2) >= readings.extra_from {
+        readings.busy_extra = readings.busy_extra.max(extra);
+        readings.extra_from = readings.extra_from.max(busy);
     }
 }
 
 /// Whether one more connection fits: the last reading, plus the growth
-/// still to come of the connections idle at it (each to the busy cost), plus
+/// still to come of the connections idle at it (each by a request's
+/// addition), plus
 /// what the connections admitted since (here, times the `alive` workers that
 /// admit alike) will cost busy, under `budget`.
 fn fits(readings: &Readings, alive: u64, budget: u64) -> bool {
-    let full = readings.busy_cost.max(readings.idle_cost);
-    let growth = readings.open_idle.saturating_mul(full - readings.idle_cost);
+    let full = readings.idle_cost + readings.busy_extra;
+    let growth = readings.open_idle.saturating_mul(readings.busy_extra);
     let since = (readings.admitted_since + 1).saturating_mul(alive).saturating_mul(full);
     readings.live.saturating_add(growth).saturating_add(since) <= budget
 }
@@ -368,8 +414,10 @@ mod tests {
             cache_at: now,
             idle: 100,
             idle_cost: cost,
-            busy_cost: 0,
+            busy_extra: 0,
+            extra_from: 0,
             open_idle: 0,
+            busy: 0,
             idle_reading: None,
         }
     }
@@ -400,13 +448,13 @@ mod tests {
     fn idle_connections_are_projected_at_what_they_cost_busy() {
         // 100 idle connections at 4 each; busy, one costs 6.
         let mut r = readings(500, 4, 0);
-        r.busy_cost = 6;
+        r.busy_extra = 2;
         r.open_idle = 100;
         // 500 + 100 x 2 still to grow + 6 for the next: 706.
         assert!(fits(&r, 1, 706));
         assert!(!fits(&r, 1, 705));
-        // Without a busy cost learned, only the idle one projects.
-        r.busy_cost = 0;
+        // Without a request's addition learned, only the idle cost projects.
+        r.busy_extra = 0;
         assert!(fits(&r, 1, 504));
     }
 
@@ -415,17 +463,17 @@ mod tests {
         let mut r = readings(0, 0, 0);
         // 1,000 connections open, none busy, 4,000 over idle: 4 each.
         learn(&mut r, 4_100, 1_000, 0);
-        assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 0, 1_000));
-        // Their requests arrive: 900 busy, 5,400 more than the idle reading
-        // of the same 1,000: 6 more each, 10 each busy; the idle cost stays.
-        learn(&mut r, 9_500, 1_000, 900);
-        assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 10, 100));
+        assert_eq!((r.idle_cost, r.busy_extra, r.open_idle), (4, 0, 1_000));
+        // Their requests arrive: 990 busy, 5,940 more than the idle reading
+        // of the same 1,000: 6 more each; the idle cost stays.
+        learn(&mut r, 10_040, 1_000, 990);
+        assert_eq!((r.idle_cost, r.busy_extra, r.open_idle), (4, 6, 10));
         // Half busy (a level's tail) teaches neither once something is
         // learned; too few open, nothing.
         learn(&mut r, 50_100, 1_000, 500);
-        assert_eq!((r.idle_cost, r.busy_cost), (4, 10));
+        assert_eq!((r.idle_cost, r.busy_extra), (4, 6));
         learn(&mut r, 50_100, 200, 0);
-        assert_eq!((r.idle_cost, r.busy_cost, r.open_idle), (4, 10, 200));
+        assert_eq!((r.idle_cost, r.busy_extra, r.open_idle), (4, 6, 200));
     }
 
     #[test]
@@ -435,14 +483,57 @@ mod tests {
         let mut r = readings(0, 0, 0);
         learn(&mut r, 24_100, 1_000, 0);
         assert_eq!(r.idle_cost, 24);
-        // Their requests add 2 each: the busy cost is 24 + 2, not the
-        // average over 1,000 of what is charged now.
+        // Their requests add 2 each: 2 more, not the average over 1,000 of
+        // what is charged now.
         learn(&mut r, 26_100, 1_000, 1_000);
-        assert_eq!(r.busy_cost, 26);
-        // Without an idle reading of about as many, the average decides.
+        assert_eq!(r.busy_extra, 2);
+        // Without an idle reading of about as many, the average less the
+        // idle cost decides.
         let mut r = readings(0, 0, 0);
         learn(&mut r, 4_100, 500, 0);
         learn(&mut r, 12_100, 1_000, 1_000);
-        assert_eq!(r.busy_cost, 12_000 / 1_000);
+        assert_eq!((r.idle_cost, r.busy_extra), (8, 12_000 / 1_000 - 8));
+    }
+
+    #[test]
+    fn what_a_request_adds_is_learned_apart_from_the_idle_cost_and_from_as_many_requests() {
+        // A small first level: 300 connections at 10 each idle (a fresh
+        // process's own growth spread over few), their requests add 5.
+        let mut r = readings(0, 0, 0);
+        learn(&mut r, 3_100, 300, 0);
+        learn(&mut r, 4_600, 300, 300);
+        assert_eq!((r.idle_cost, r.busy_extra), (10, 5));
+        // A larger level: 3,000 idle at 4 each. The whole busy cost is 4 +
+        // 5, not the first level's 15: its overhead is not charged to each
+        // of the 3,000.
+        learn(&mut r, 12_100, 3_000, 0);
+        assert_eq!((r.idle_cost, r.busy_extra), (4, 5));
+        // Their requests add 1 each, measured over ten times as many: that
+        // replaces the 5 that 300 requests' one-time growth made.
+        learn(&mut r, 15_100, 3_000, 3_000);
+        assert_eq!(r.busy_extra, 1);
+        // As the answers go out, fewer are busy: nothing is learned.
+        learn(&mut r, 40_100, 3_000, 2_995);
+        assert_eq!(r.busy_extra, 1);
+        // Busy from the start, nothing learned idle: the whole cost is the
+        // connection's, and nothing is added.
+        let mut r = readings(0, 0, 0);
+        learn(&mut r, 9_100, 1_000, 1_000);
+        assert_eq!((r.idle_cost, r.busy_extra), (9, 0));
+    }
+
+    #[test]
+    fn about_as_many_requests_keep_the_most_seen_and_fewer_teach_nothing() {
+        let mut r = readings(0, 0, 0);
+        learn_extra(&mut r, 5, 2_000);
+        // A level that reuses memory freed before seems to add 1 each.
+        learn_extra(&mut r, 1, 2_500);
+        assert_eq!((r.busy_extra, r.extra_from), (5, 2_500));
+        learn_extra(&mut r, 7, 1_500);
+        assert_eq!(r.busy_extra, 7);
+        learn_extra(&mut r, 50, 1_000);
+        assert_eq!(r.busy_extra, 7);
+        learn_extra(&mut r, 2, 5_000);
+        assert_eq!((r.busy_extra, r.extra_from), (2, 5_000));
     }
 }

@@ -39,16 +39,22 @@ struct Slots<T> {
 }
 
 impl<T: AsRawFd> IdleLot<T> {
-    /// An empty lot with an epoll set of its own.
-    pub fn new() -> io::Result<IdleLot<T>> {
+    /// An empty lot with an epoll set of its own and room for `capacity`
+    /// items reserved, so that its table never grows by reallocating: a
+    /// doubling table's old buffers stay charged to the cgroup, free, until
+    /// the allocator purges them (see [`super::parking::Parking::with_capacity`]).
+    /// Untouched, the room costs address space only; the table's high-water
+    /// mark stays charged, at most `capacity` slots.
+    pub fn with_capacity(capacity: usize) -> io::Result<IdleLot<T>> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
-        let slots = Slots { held: Vec::new(), free: Vec::new(), len: 0, closed: false };
+        let (held, free) = (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
+        let slots = Slots { held, free, len: 0, closed: false };
         Ok(IdleLot { registry, slots: Mutex::new(slots), poll: Mutex::new(Some(poll)) })
     }
 
-    /// What each idle item costs in the table, in bytes (its spare
-    /// capacity aside).
+    /// What each idle item costs in the table, in bytes (its reserved room
+    /// aside).
     pub const SLOT_BYTES: usize = std::mem::size_of::<Option<T>>();
 
     /// Keeps `item` until its socket turns readable (at once if it already
@@ -113,11 +119,6 @@ impl<T: AsRawFd> IdleLot<T> {
         let _ = self.registry.deregister(&mut SourceFd(&item.as_raw_fd()));
         slots.free.push(slot);
         slots.len -= 1;
-        if slots.len == 0 && slots.held.capacity() > 1024 {
-            // After a burst, give the table's memory back.
-            slots.held = Vec::new();
-            slots.free = Vec::new();
-        }
         Some(item)
     }
 
@@ -191,7 +192,7 @@ mod tests {
 
     /// A lot with its task running; what it hands back comes out of the receiver.
     fn running() -> (std::sync::Arc<IdleLot<TcpStream>>, tokio::sync::mpsc::UnboundedReceiver<TcpStream>) {
-        let lot = std::sync::Arc::new(IdleLot::new().unwrap());
+        let lot = std::sync::Arc::new(IdleLot::with_capacity(16).unwrap());
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let runner = lot.clone();
         tokio::spawn(async move { runner.run(|s: TcpStream| tx.send(s).unwrap()).await });

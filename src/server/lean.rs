@@ -12,8 +12,10 @@
 //!   untouched;
 //! - a `/delay` request leaves the reactor and its task ends, leaving one
 //!   entry (socket, ticket, request timer, deadline) in a heap that one task
-//!   sleeps on ([`Parking`]); when the wait is over the socket is registered
-//!   again and a new task answers.
+//!   sleeps on ([`Parking`]); one that arrives on a connection of the idle
+//!   lot goes there straight, read and parsed without a task. When the wait
+//!   is over the answer is written from there, and the connection goes back
+//!   to the idle lot (or, with more to do, to a new task).
 //!
 //! No connection holds a buffer while it waits: when its socket turns
 //! readable, the bytes are read into a scratch buffer of the worker thread
@@ -106,7 +108,8 @@ impl LeanServer {
         let test = prelude(200, "text/plain; charset=utf-8", "");
         let json = prelude(200, "application/json", "");
         let head_timeout = config.header_timeout;
-        let (parking, idle) = (Parking::new(), IdleLot::new()?);
+        let room = room();
+        let (parking, idle) = (Parking::with_capacity(room), IdleLot::with_capacity(room)?);
         Ok(LeanServer {
             shared: Arc::new(Shared { state, admission, test, json, head_timeout, parking, idle }),
         })
@@ -177,6 +180,14 @@ impl LeanServer {
         resumer.abort();
         tracing::info!("all connections closed");
     }
+}
+
+/// The room the idle lot and the parking heap reserve: one place per
+/// descriptor this process may open, since each holds a connection's socket
+/// (at most 2^20; 2^16 when the limit cannot be read).
+fn room() -> usize {
+    let limit = crate::proc::open_files_limit(crate::proc::Pid::Myself).unwrap_or(1 << 16);
+    usize::try_from(limit.min(1 << 20)).unwrap_or(1 << 20)
 }
 
 /// What one parsed request asks for.
@@ -480,24 +491,57 @@ async fn wake_idle(shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
     }
 }
 
-/// Reads what an idle connection that turned readable has sent and serves
-/// it in a task; closes it when the client closed or the socket failed.
+/// What an idle connection that turned readable had sent.
+enum Woken {
+    /// One whole `/delay` request with a wait, and nothing behind it.
+    Delay(Request, Duration),
+    /// Anything else, for a task to serve: these bytes first.
+    Serve(Vec<u8>),
+    /// The client closed, or the socket failed.
+    Closed,
+}
+
+/// Reads what an idle connection that turned readable has sent. A whole
+/// `/delay` request with nothing behind it is parked here, never given a
+/// task or a place in tokio's reactor; anything else is served in a task;
+/// the connection closes when the client closed or the socket failed.
+///
+/// A task and a registration each, for the moment between a request's
+/// arrival and its parking, cost nothing that stays in use, but a burst of
+/// them left memory that the allocator keeps, free and still charged to
+/// the cgroup, for a second or more: what a burst of requests seemed to add
+/// to their connections, which admission control then charged to every
+/// connection open.
 fn resume_idle(shared: &Arc<Shared>, stopped: &watch::Receiver<bool>, idle: Idle) {
     use std::io::Read;
     let Idle { stream, ticket } = idle;
-    let read = SCRATCH.with_borrow_mut(|scratch| match (&stream).read(scratch) {
-        Ok(n) => Ok(scratch[..n].to_vec()),
-        Err(e) => Err(e),
-    });
-    let pending = match read {
-        Ok(bytes) if bytes.is_empty() => return,
-        Ok(bytes) => bytes,
+    let nodes = shared.state.nodes();
+    let woken = SCRATCH.with_borrow_mut(|scratch| match (&stream).read(scratch) {
+        Ok(0) => Woken::Closed,
+        Ok(n) => match parse(&scratch[..n], nodes) {
+            Parsed::Request(request, used) if used == n => match request.action {
+                Action::Delay(wait) if !wait.is_zero() => Woken::Delay(request, wait),
+                _ => Woken::Serve(scratch[..n].to_vec()),
+            },
+            _ => Woken::Serve(scratch[..n].to_vec()),
+        },
         // Readable, but nothing after all: serve it from the reactor.
-        Err(e) if e.kind() == ErrorKind::WouldBlock => Vec::new(),
-        Err(_) => return,
-    };
-    let waited = (!pending.is_empty()).then(|| Box::new(Waited { answer: None, pending }));
-    spawn_connection(shared, stopped, stream, ticket, waited);
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Woken::Serve(Vec::new()),
+        Err(_) => Woken::Closed,
+    });
+    match woken {
+        Woken::Delay(request, wait) => {
+            let timer = shared.state.metrics().start(request.endpoint);
+            let reply = Reply::to(&request, *stopped.borrow());
+            let parked = Parked { stream, ticket, pending: None, timer, reply };
+            shared.parking.park(Instant::now() + wait, parked);
+        }
+        Woken::Serve(pending) => {
+            let waited = (!pending.is_empty()).then(|| Box::new(Waited { answer: None, pending }));
+            spawn_connection(shared, stopped, stream, ticket, waited);
+        }
+        Woken::Closed => {}
+    }
 }
 
 /// Serves one connection until it closes or parks for a `/delay`; `waited`:

@@ -314,11 +314,6 @@ fn sweep_target(
         None => (addr, host),
     };
     result.descriptor_limit = server.as_ref().and_then(|s| target_descriptors(s, cgroup.as_ref()));
-    if result.admission && server.is_some() && !interrupt.load(Relaxed) {
-        let taught = teach_admission(runtime, addr, &host, plan.per_address);
-        eprintln!("sweep: {name}: {taught}");
-        result.warmup = Some(taught);
-    }
     if target.is_jvm() && server.is_some() && !interrupt.load(Relaxed) {
         let warmup = warm_up(runtime, addr, &host, plan.per_address);
         eprintln!("sweep: {name}: {warmup}");
@@ -373,7 +368,6 @@ fn sweep_target(
                 continue;
             };
             (addr, host) = (s.addr(), s.addr().to_string());
-            eprintln!("sweep: {name}: {}", teach_admission(runtime, addr, &host, plan.per_address));
         }
         let pid = server.as_ref().map(ServerProcess::pid);
         if let Some(c) = &cgroup {
@@ -518,40 +512,6 @@ fn warm_up(runtime: &tokio::runtime::Runtime, addr: SocketAddr, host: &str, per_
          at a time on fresh connections) in {:.1} s, {ok} answered 2xx",
         started.elapsed().as_secs_f64(),
         n = WARMUP_ROUNDS * WARMUP_CONNECTIONS,
-    )
-}
-
-/// Connections of the burst that teaches admission control its costs.
-const TEACH_CONNECTIONS: usize = 600;
-/// The short delay its requests wait.
-const TEACH_DELAY_MS: u64 = 200;
-
-/// A fresh server under admission control has learned nothing of what a
-/// connection costs, idle or with its request in, and the sweep's first
-/// burst would be admitted on the idle figure alone (a lean worker was
-/// OOM-killed so at 25,000, just restarted with two workers). So after each
-/// (re)start it gets one small burst the way the levels come: 600
-/// connections opened, then a short `/delay` on each. Returns what was sent,
-/// in words.
-fn teach_admission(
-    runtime: &tokio::runtime::Runtime,
-    addr: SocketAddr,
-    host: &str,
-    per_address: usize,
-) -> String {
-    let path = format!("/delay?ms={TEACH_DELAY_MS}");
-    let load = runtime.block_on(step::run(
-        addr,
-        host,
-        &path,
-        TEACH_CONNECTIONS,
-        Duration::from_secs(10),
-        per_address,
-    ));
-    format!(
-        "admission control taught its costs before the first level (and after each restart): \
-         {TEACH_CONNECTIONS} connections opened, then GET {path} on each, {} answered 2xx",
-        load.count(step::Outcome::Ok)
     )
 }
 
