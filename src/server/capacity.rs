@@ -51,7 +51,8 @@ pub struct Capacity {
     /// Live memory per open connection with no request in flight, as
     /// learned from the readings.
     pub connection_cost: AtomicU64,
-    /// Live memory per open connection with a request in flight.
+    /// Live memory per open connection with a request in flight (the idle
+    /// cost plus what a request adds).
     pub busy_connection_cost: AtomicU64,
     /// Worker processes started (1: this process serves alone).
     pub processes: AtomicU64,
@@ -151,9 +152,11 @@ impl Capacity {
             ),
             (
                 "blocklab_admission_busy_connection_cost_bytes",
-                "Live memory per open connection with a request in flight, learned from the \
-                 readings where most have one, less the idle ones' share; 0 until learned. Every \
-                 connection admitted, and every one open idle, is projected at it: a client that \
+                "Live memory per open connection with a request in flight: the idle cost plus \
+                 what a request adds, learned from readings where 99 in 100 connections have one \
+                 (not while requests arrive or answers go out), set against an idle reading of \
+                 about as many; the idle cost until learned. Every connection admitted is \
+                 projected at it, and every one open idle at what a request adds: a client that \
                  opens its connections first and sends its requests later is not admitted on a \
                  reading taken before the requests arrived.",
                 self.busy_connection_cost.load(Relaxed),

@@ -66,6 +66,9 @@ struct EndpointStats {
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
     /// Sum of latencies in nanoseconds (a /test request takes well under a microsecond).
     sum_ns: AtomicU64,
+    /// The longest latency so far, microseconds: finer than the buckets
+    /// (a `/delay?ms=5000` answered 400 ms late falls in the same one).
+    max_us: AtomicU64,
 }
 
 /// Figures of the actor system, updated by the actors and the handlers.
@@ -128,6 +131,7 @@ impl RequestTimer {
         let bucket = BUCKETS_US.partition_point(|bound| *bound < us);
         stats.buckets[bucket].fetch_add(1, Relaxed);
         stats.sum_ns.fetch_add(elapsed.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+        stats.max_us.fetch_max(us, Relaxed);
         self.finished = true;
         // in_flight is decremented by Drop.
     }
@@ -253,6 +257,28 @@ impl Metrics {
             let _ = writeln!(w, "blocklab_http_request_duration_seconds_sum{{endpoint=\"{path}\"}} {sum}");
             let _ =
                 writeln!(w, "blocklab_http_request_duration_seconds_count{{endpoint=\"{path}\"}} {count}");
+        }
+
+        help(
+            w,
+            "blocklab_http_request_duration_max_seconds",
+            "gauge",
+            "The longest request answered so far, by endpoint, from the same start and end as the \
+             histogram's, to the microsecond. Set against the load generator's longest, it says \
+             whether a late answer was late in the server or before the server read the request \
+             (connect, accept queue) and after it wrote the answer.",
+        );
+        for e in Endpoint::ALL {
+            let s = &self.endpoints[e.index()];
+            let max = s.max_us.load(Relaxed);
+            if max > 0 {
+                let _ = writeln!(
+                    w,
+                    "blocklab_http_request_duration_max_seconds{{endpoint=\"{}\"}} {}",
+                    e.path(),
+                    max as f64 / 1e6
+                );
+            }
         }
 
         help(
@@ -454,6 +480,15 @@ mod tests {
         );
         assert!(text.contains("blocklab_http_requests_in_flight{endpoint=\"/test\"} 0"));
         assert_eq!(m.requests(Endpoint::Test), 4);
+        // The longest is kept to the microsecond, and only for endpoints answered.
+        let max = Endpoint::Test.index();
+        m.endpoints[max].max_us.fetch_max(5_412_345, Relaxed);
+        let text = m.render(&[], &[]);
+        assert!(
+            text.contains("blocklab_http_request_duration_max_seconds{endpoint=\"/test\"} 5.412345"),
+            "{text}"
+        );
+        assert!(!text.contains("blocklab_http_request_duration_max_seconds{endpoint=\"/delay\"}"));
     }
 
     #[test]

@@ -239,6 +239,13 @@ impl StallRecord {
             ),
         };
         let held = match (self.peak_in_flight, self.peak_threads) {
+            // The gauge counts a request from the router on: one waiting
+            // to be read (behind a worker a read blocks) is not in it.
+            (Some(0), Some(t)) if self.longest_ms >= 1000.0 => format!(
+                "; its /metrics never saw one of these requests in flight, though the longest took {:.0} ms: \
+                 they waited before the server read them (it counts a request from its router on), on {t} threads",
+                self.longest_ms
+            ),
             (Some(r), Some(t)) => format!("; it held up to {r} requests in flight on {t} threads"),
             (None, Some(t)) => format!("; it ran up to {t} threads"),
             _ => String::new(),
@@ -419,6 +426,17 @@ mod tests {
             ),
             "{s}"
         );
+        // A blocked endpoint's requests wait before the server reads them: a
+        // gauge that never saw one is not "held up to 0".
+        (record.peak_in_flight, record.longest_ms) = (Some(0), 4710.0);
+        let s = record.sentence();
+        assert!(
+            s.contains("never saw one of these requests in flight, though the longest took 4710 ms"),
+            "{s}"
+        );
+        assert!(!s.contains("held up to 0"), "{s}");
+        (record.peak_in_flight, record.longest_ms) = (Some(38), 79.0);
+        assert!(record.sentence().contains("it held up to 38 requests in flight on 10 threads"));
         // Cut the run before it is back for three seconds: not recovered.
         record.seconds.truncate(11);
         record.compute();
