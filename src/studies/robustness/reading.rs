@@ -91,7 +91,7 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
             out.push(degraded(&t.name, last_full, max_s, delay_s, heap_limit));
         } else if t.died.is_none() {
             out.push(format!(
-                "{} held every level up to {} at 100 % with the slowest answer at {max_s:.2} s{}.",
+                "{} answered every level up to {} at 100 % with the slowest answer at {max_s:.2} s{}.",
                 t.name,
                 last_full.level,
                 t.per_request.as_ref().and_then(|p| p.process_kib).map_or(String::new(), |kib| format!(
