@@ -285,19 +285,18 @@ fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
     // read as what each adds, and the most seen is kept), and the level's
     // tail is not read either.
     let mostly_busy = busy >= LEARN_FROM && busy * 100 >= open * 99 && !answering;
-    // Almost none busy; or, with nothing learned yet, whatever is open
-    // (a server kept half busy still needs a cost to project with).
-    if busy * 16 <= open || readings.idle_cost == 0 && !mostly_busy {
+    // Almost none busy; or, with nothing learned yet, whatever is open: a
+    // server kept half busy still needs a cost to project with, and one busy
+    // from the start (a client that sends as it connects) has each
+    // connection at its whole cost already, and that is its cost.
+    let first = readings.idle_cost == 0;
+    if busy * 16 <= open || first {
         readings.idle_cost = grown / open;
     }
     if busy * 16 <= open {
         readings.idle_reading = Some((live, open));
     }
-    if mostly_busy && readings.idle_cost == 0 {
-        // Busy from the start (a client that sends as it connects): each
-        // connection is at its whole cost already, and that is its cost.
-        readings.idle_cost = grown / open;
-    } else if mostly_busy {
+    if mostly_busy && !first {
         // What the requests added, against an idle reading of about the same
         // connections (a client that connects first and sends later): the
         // margin of a request, free of the server's own growth and of memory
@@ -342,9 +341,8 @@ fn learn_extra(readings: &mut Readings, extra: u64, busy: u64) {
 
 /// Whether one more connection fits: the last reading, plus the growth
 /// still to come of the connections idle at it (each by a request's
-/// addition), plus
-/// what the connections admitted since (here, times the `alive` workers that
-/// admit alike) will cost busy, under `budget`.
+/// addition), plus what the connections admitted since (here, times the
+/// `alive` workers that admit alike) will cost busy, under `budget`.
 fn fits(readings: &Readings, alive: u64, budget: u64) -> bool {
     let full = readings.idle_cost + readings.busy_extra;
     let growth = readings.open_idle.saturating_mul(readings.busy_extra);

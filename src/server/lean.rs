@@ -519,10 +519,11 @@ fn resume_idle(shared: &Arc<Shared>, stopped: &watch::Receiver<bool>, idle: Idle
     let woken = SCRATCH.with_borrow_mut(|scratch| match (&stream).read(scratch) {
         Ok(0) => Woken::Closed,
         Ok(n) => match parse(&scratch[..n], nodes) {
-            Parsed::Request(request, used) if used == n => match request.action {
-                Action::Delay(wait) if !wait.is_zero() => Woken::Delay(request, wait),
-                _ => Woken::Serve(scratch[..n].to_vec()),
-            },
+            Parsed::Request(request @ Request { action: Action::Delay(wait), .. }, used)
+                if used == n && !wait.is_zero() =>
+            {
+                Woken::Delay(request, wait)
+            }
             _ => Woken::Serve(scratch[..n].to_vec()),
         },
         // Readable, but nothing after all: serve it from the reactor.
