@@ -18,6 +18,7 @@ use clap::{Args, Subcommand};
 use crate::failure::Failure;
 use crate::flags::parse_positive_duration;
 use crate::graph::DbUrl;
+use crate::harness::database::ManagedNeo4j;
 use crate::harness::peers::{Peer, PeerKind, Peers, outside_folders};
 use crate::harness::process::ServerProcess;
 use crate::harness::target::Targets;
@@ -31,7 +32,7 @@ BLOCKLAB_PEER_DIRS=DIR:DIR) adds them to sweep, bench and studies beside the che
 
 Examples:
   blocklab peers check ~/my-server                # a study-2 server
-  blocklab peers check ~/my-api --db bolt://127.0.0.1:7687 --nodes 10000   # a study-1 server
+  blocklab peers check ~/my-api --db neo4j --nodes 1000   # a study-1 server, on a Neo4j it starts
   blocklab sweep --peers ~/my-server --targets my-server,reactive --levels 100,1000";
 
 /// What `blocklab peers check --help` shows after the flags.
@@ -49,7 +50,8 @@ Exit status: 0 when every check passed, 1 when one failed, 2 for a usage error.
 Examples:
   blocklab peers check ~/my-server
   blocklab peers check ~/my-server --ready-within 2m     # a JVM that takes its time to start
-  blocklab peers check peers/python-neo4j --db bolt://127.0.0.1:7687 --nodes 10000";
+  blocklab peers check peers/python-neo4j --db neo4j --nodes 1000   # starts, seeds and wipes a Neo4j
+  blocklab peers check ~/my-api --db bolt://127.0.0.1:7687 --nodes 10000   # your Neo4j, seeded";
 
 /// Flags of `blocklab peers`.
 #[derive(Debug, Args)]
@@ -74,8 +76,10 @@ pub struct CheckArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// A study-1 peer's Neo4j, seeded (`blocklab seed --db URL --nodes N`): bolt://HOST:PORT.
-    #[arg(long, value_name = "URL")]
+    /// A study-1 peer's Neo4j: `neo4j` (one the check starts, seeds with --nodes and wipes:
+    /// scripts/neo4j, as bench does), or one of yours, seeded (`blocklab seed --db URL --nodes N`):
+    /// bolt://HOST:PORT.
+    #[arg(long, value_name = "neo4j|URL")]
     pub db: Option<String>,
 
     /// The nodes the database holds (ids 1..N), passed to a study-1 peer as --nodes.
@@ -173,9 +177,34 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
     verdicts.ok(&format!("build: into {}", out.display()));
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("blocklab"));
     let targets = Targets { exe, peers };
+    // A managed Neo4j lives until the check ends (dropped: stopped and wiped).
+    let mut managed = None;
     let run_args = match &args.db {
         Some(db) if !studies.reads.is_empty() => {
-            vec!["--db".to_string(), db.clone(), "--nodes".to_string(), args.nodes.to_string()]
+            let url = if db == MANAGED {
+                match managed_neo4j(&targets, args.nodes) {
+                    Ok(neo4j) => {
+                        verdicts.ok(&format!(
+                            "database: {} on {}, seeded with {} nodes",
+                            neo4j.version,
+                            neo4j.url(),
+                            args.nodes
+                        ));
+                        managed.insert(neo4j).url().to_string()
+                    }
+                    Err(e) => {
+                        verdicts.fail(
+                            &format!("database: {e}"),
+                            "build it (scripts/peers build neo4j, Java 17 and Maven), or give your own seeded \
+                             Neo4j: --db bolt://HOST:PORT",
+                        );
+                        return verdicts.outcome(&peer.name);
+                    }
+                }
+            } else {
+                db.clone()
+            };
+            vec!["--db".to_string(), url, "--nodes".to_string(), args.nodes.to_string()]
         }
         _ => Vec::new(),
     };
@@ -201,7 +230,37 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
         check_reads(&mut verdicts, server.addr(), &studies.reads, args);
     }
     check_sigterm(&mut verdicts, &mut server, args.stop_within);
+    drop(managed);
     verdicts.outcome(&peer.name)
+}
+
+/// What `--db` takes for a Neo4j the check starts itself.
+const MANAGED: &str = "neo4j";
+
+/// The `neo4j` database peer started on a free loopback port (as `bench
+/// --db neo4j` starts it) and seeded with `nodes` nodes by `blocklab seed`.
+fn managed_neo4j(targets: &Targets, nodes: u64) -> Result<ManagedNeo4j, String> {
+    if !targets.peers.is_built(MANAGED) {
+        return Err(format!("peers/{MANAGED} is not built"));
+    }
+    println!("  ..    starting Neo4j (scripts/neo4j) and seeding {nodes} nodes");
+    let neo4j = ManagedNeo4j::start(targets, None)?;
+    let seeded = std::process::Command::new(&targets.exe)
+        .args(["seed", "--nodes", &nodes.to_string()])
+        .env("BLOCKLAB_DB", neo4j.url())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run blocklab seed: {e}"))?;
+    if !seeded.status.success() {
+        return Err(format!(
+            "seeding {} failed ({}): {}",
+            neo4j.url(),
+            seeded.status,
+            String::from_utf8_lossy(&seeded.stderr).trim()
+        ));
+    }
+    Ok(neo4j)
 }
 
 /// The manifest read and the folder's files checked; `None` when the rest
@@ -284,20 +343,23 @@ fn read_manifest(dir: &Path, args: &CheckArgs, verdicts: &mut Verdicts) -> Optio
         fine = false;
     }
     if !studies.reads.is_empty() {
-        match args.db.as_deref().map(str::parse::<DbUrl>) {
-            Some(Ok(DbUrl::Neo4j(_))) => {}
-            Some(Ok(_)) | Some(Err(_)) => {
+        match args.db.as_deref() {
+            Some(MANAGED) => {}
+            Some(db) if matches!(db.parse::<DbUrl>(), Ok(DbUrl::Neo4j(_))) => {}
+            Some(_) => {
                 verdicts.fail(
                     "--db is not a Neo4j URL",
-                    "a study-1 peer reads Neo4j: --db bolt://HOST:PORT (authentication off)",
+                    "a study-1 peer reads Neo4j: --db neo4j (one the check starts), or --db bolt://HOST:PORT \
+                     (yours, authentication off)",
                 );
                 fine = false;
             }
             None => {
                 verdicts.fail(
                     &format!("{} serves study 1's endpoints and no --db was given", peer.name),
-                    "give a seeded Neo4j: blocklab seed --db bolt://HOST:PORT --nodes N, then \
-                     blocklab peers check DIR --db bolt://HOST:PORT --nodes N",
+                    "give --db neo4j (the check starts, seeds and wipes one), or a seeded Neo4j of yours: \
+                     blocklab seed --db bolt://HOST:PORT --nodes N, then blocklab peers check DIR --db \
+                     bolt://HOST:PORT --nodes N",
                 );
                 fine = false;
             }

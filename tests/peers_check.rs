@@ -22,13 +22,23 @@ fn check(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) 
 
 /// As [`check`], the start bounded by `ready`.
 fn check_within(dir: &std::path::Path, ready: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    check_bounded(dir, ready, args, Duration::from_secs(60))
+}
+
+/// As [`check_within`], the whole check bounded by `all`.
+fn check_bounded(
+    dir: &std::path::Path,
+    ready: &str,
+    args: &[&str],
+    all: Duration,
+) -> (Option<i32>, String, String) {
     let mut command = blocklab();
     command
         .args(["peers", "check"])
         .arg(dir)
         .args(["--ready-within", ready, "--stop-within", "2s"])
         .args(args);
-    let out = output_within(&mut command, Duration::from_secs(60));
+    let out = output_within(&mut command, all);
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
@@ -148,6 +158,26 @@ fn a_study_1_peer_must_answer_the_node_asked_for() {
     let (status, out, _) = check(&right.dir(), &[]);
     assert_eq!(status, Some(1));
     assert!(out.contains("serves study 1's endpoints and no --db was given"), "{out}");
+}
+
+/// `--db neo4j`: the check starts the `neo4j` database peer, seeds it,
+/// checks the repository's Python study-1 peer against it (each endpoint the
+/// node asked for, read through the real driver), then stops and wipes it.
+#[test]
+fn a_study_1_peer_is_checked_against_a_neo4j_the_check_starts_and_wipes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/python-neo4j");
+    let (status, out, err) =
+        check_bounded(&dir, "60s", &["--db", "neo4j", "--nodes", "200"], Duration::from_secs(240));
+    assert_eq!(status, Some(0), "{out}{err}");
+    let line = out.lines().find(|l| l.contains("ok    database: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("seeded with 200 nodes"), "{line}");
+    for endpoint in ["/getData", "/getDataAsync", "/getDataAsync2", "/getDataSpawnBlocking"] {
+        assert!(out.contains(&format!("ok    GET {endpoint}?id=")), "no check of {endpoint}:\n{out}");
+    }
+    assert!(out.contains("?id=201: 400"), "{out}");
+    let port = line.split("bolt://127.0.0.1:").nth(1).and_then(|r| r.split([',', ' ']).next()).unwrap();
+    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".local/neo4j").join(port);
+    assert!(!store.exists(), "{} was not wiped", store.display());
 }
 
 #[test]

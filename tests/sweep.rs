@@ -357,7 +357,12 @@ fn python_and_node_in_a_short_sweep_under_their_memory_settings() {
         assert_eq!(t["highest_full_success"], 30, "{t:#}");
         assert!(t["steps"][0]["min_ms"].as_f64().unwrap() >= 200.0, "answered before the delay: {t:#}");
         assert!(t["per_request"]["process_kib"].is_number(), "{t:#}");
+        // What it holds idle, beside its cap: an interpreter is more than a megabyte.
+        let idle = t["idle_bytes"].as_u64().unwrap_or(0);
+        assert!(idle > 1 << 20, "{name} idle {idle} B: {t:#}");
     }
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    assert!(md.contains("| target | memory cap | idle | verdict |"), "{md}");
     for python in ["python-asyncio", "python-threads"] {
         let t = target(&results, python);
         assert_eq!(t["cap_bytes"], 50 << 20, "{t:#}");

@@ -6,9 +6,10 @@ use clap::Args;
 /// What `blocklab studies --help` shows after the flags.
 pub const STUDIES_EXAMPLES: &str = "\
 Builds the peers it can (scripts/peers build; cached in .local/), then runs 'blocklab bench'
-into DIR/bench (30000 requests a run) and 'blocklab sweep' into DIR/sweep with their defaults
-(27 minutes on this 2-core machine with the seed's stack and every peer: 9 + 18; --quick:
-about three), then writes
+into DIR/bench (blocklab, Play and the Python peer on Neo4j, 8000 requests a run, then a
+database stall on blocklab and Play) and 'blocklab sweep' into DIR/sweep with their defaults
+(under 40 minutes on this 2-core machine with the seed's stack and every peer: 13 + 26;
+--quick: about three), then writes
 DIR/index.html: what ran, where, and what was skipped and why. Each study's own flags: run it alone ('blocklab bench --help',
 'blocklab sweep --help').
 

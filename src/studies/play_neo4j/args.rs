@@ -130,6 +130,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST")]
     pub db_stall_apis: Option<String>,
 
+    /// The targets that meet the stall, a comma list of --target's [default: every target].
+    #[arg(long, value_name = "LIST")]
+    pub db_stall_targets: Option<String>,
+
     /// Content nodes.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
@@ -195,9 +199,20 @@ impl BenchArgs {
                 "--db-stall stalls the link to a networked database (neo4j, bolt://, falkor://)".to_string()
             );
         }
-        if (self.db_stall_rate.is_some() || self.db_stall_apis.is_some()) && self.db_stall.is_none() {
-            return Err("--db-stall-rate and --db-stall-apis shape --db-stall's runs: give --db-stall too"
-                .to_string());
+        if (self.db_stall_rate.is_some() || self.db_stall_apis.is_some() || self.db_stall_targets.is_some())
+            && self.db_stall.is_none()
+        {
+            return Err(
+                "--db-stall-rate, --db-stall-apis and --db-stall-targets shape --db-stall's runs: give --db-stall too"
+                    .to_string(),
+            );
+        }
+        let mut db_stall_targets = Vec::new();
+        for name in self.db_stall_targets.iter().flat_map(|l| l.split(',')).map(str::trim) {
+            if !targets.iter().any(|t| t.name() == name) {
+                return Err(format!("--db-stall-targets names '{name}', which --target does not run"));
+            }
+            db_stall_targets.push(name.to_string());
         }
         let db_stall_apis = match &self.db_stall_apis {
             Some(list) => {
@@ -255,6 +270,7 @@ impl BenchArgs {
             db_stall: self.db_stall,
             db_stall_rate: self.db_stall_rate,
             db_stall_apis,
+            db_stall_targets,
             model: self.model,
             embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
             db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {

@@ -395,11 +395,15 @@ fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String
                     } else {
                         "each request blocks its runtime worker until one of the 4 blocking actors replies".to_string()
                     }
+                } else if r.server_threads_max == Some(1) && r.rps > 0.0 {
+                    one_thread(r.rps, r.server_cpu_per_request_us)
                 } else {
+                    let threads = r.server_threads_max.map_or("? threads".to_string(), |n| {
+                        format!("{n} thread{}", if n == 1 { "" } else { "s" })
+                    });
                     format!(
-                        "each read blocks one thread of a pool ({} threads in the process at its peak), and the \
-                         pool's other threads go on",
-                        r.server_threads_max.map_or("?".to_string(), |n| n.to_string())
+                        "each read blocks one thread of a pool ({threads} in the process at its peak), and the \
+                         pool's other threads go on"
                     )
                 };
                 format!("{t} {} req/s, p99 {} ms: {how}", rps(r.rps), ms(r.p99_ms))
@@ -408,6 +412,21 @@ fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String
         out.push(format!("{} (blocking): {}.", endpoint.path(), parts.join("; ")));
     }
     out
+}
+
+/// Why a blocking endpoint served by a process of one thread ran at `rps`:
+/// the reads were serialised on that thread, so each request took 1 ÷ the
+/// rate of it, `cpu_us` on the CPU and the rest waiting for the database.
+fn one_thread(rps: f64, cpu_us: f64) -> String {
+    let each_us = 1e6 / rps;
+    format!(
+        "its process ran one thread at its peak, so each read blocked it and every other request waited: one \
+         read at a time, {:.2} ms of the thread a request (1 ÷ the rate), {:.0} µs of it on the CPU and {:.0} µs \
+         waiting for the database",
+        each_us / 1e3,
+        cpu_us,
+        (each_us - cpu_us).max(0.0)
+    )
 }
 
 /// Study 1's answer in a sentence or two, for the index page: what blocking
@@ -442,17 +461,22 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
         ));
     }
     let targets = results.target_names();
-    if let Some(peer) = targets.iter().find(|t| **t != BLOCKLAB)
-        && let Some(id) = Endpoint::GetDataAsync.test_id()
-        && results.test(BLOCKLAB, id).and_then(TestRecord::best).is_some()
-        && results.test(peer, id).and_then(TestRecord::best).is_some()
-    {
+    for peer in targets.iter().filter(|t| **t != BLOCKLAB) {
+        let Some(id) = Endpoint::GetDataAsync.test_id() else { continue };
+        let (Some(ours), Some(theirs)) = (
+            results.test(BLOCKLAB, id).and_then(TestRecord::best),
+            results.test(peer, id).and_then(TestRecord::best),
+        ) else {
+            continue;
+        };
         out.push(format!(
             "Beside {peer}, /getDataAsync: blocklab ÷ {peer} = {:.2}{}.",
-            results.test(BLOCKLAB, id).and_then(TestRecord::best).map_or(0.0, |r| r.rps)
-                / results.test(peer, id).and_then(TestRecord::best).map_or(1.0, |r| r.rps.max(1e-9)),
+            ours.rps / theirs.rps.max(1e-9),
             compare(results, (BLOCKLAB, peer), id)
         ));
+    }
+    if let Some(sentence) = blocking_cost_per_target(results, &targets) {
+        out.push(sentence);
     }
     // The stall, one sentence per target: how its endpoints came through.
     for target in &targets {
@@ -473,6 +497,35 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
         out.push(format!("{target} when the database stalled ({}): {}.", first.stall, each.join("; ")));
     }
     out
+}
+
+/// What blocking cost each target, in one sentence: its non-blocking
+/// `/getDataAsync` against its blocking `/getData` (and, where it serves it,
+/// its idiomatic fix, a thread pool for the blocking call: `/getDataSpawnBlocking`),
+/// each ratio with its range over the runs. `None` with fewer than two targets
+/// serving both.
+fn blocking_cost_per_target(results: &BenchResults, targets: &[&str]) -> Option<String> {
+    let spread = |t: &str, e: Endpoint| results.test(t, e.test_id()?)?.range(|r| r.rps);
+    let each: Vec<String> = targets
+        .iter()
+        .filter_map(|t| {
+            let blocking = spread(t, Endpoint::GetData)?;
+            let async_ = spread(t, Endpoint::GetDataAsync)?;
+            let fix = spread(t, Endpoint::GetDataSpawnBlocking).map_or(String::new(), |fix| {
+                format!(
+                    ", /getDataSpawnBlocking ÷ /getData = {:.2}{}",
+                    fix.max / blocking.max.max(1e-9),
+                    compare_spreads(("/getDataSpawnBlocking", fix), ("/getData", blocking))
+                )
+            });
+            Some(format!(
+                "{t} /getDataAsync ÷ /getData = {:.2}{}{fix}",
+                async_.max / blocking.max.max(1e-9),
+                compare_spreads(("/getDataAsync", async_), ("/getData", blocking))
+            ))
+        })
+        .collect();
+    (each.len() >= 2).then(|| format!("What blocking cost each server here, best runs: {}.", each.join("; ")))
 }
 
 /// The stall: one sentence per target and endpoint, then, per endpoint,
@@ -571,6 +624,11 @@ fn stall_bounds(results: &BenchResults) -> Vec<String> {
 fn compare(results: &BenchResults, (a, b): (&str, &str), id: TestId) -> String {
     let spread = |t: &str| results.test(t, id).and_then(|t| t.range(|r| r.rps));
     let (Some(sa), Some(sb)) = (spread(a), spread(b)) else { return String::new() };
+    compare_spreads((a, sa), (b, sb))
+}
+
+/// Two rates' ratio with its range, and whether the runs say one is faster.
+fn compare_spreads((a, sa): (&str, Spread), (b, sb): (&str, Spread)) -> String {
     let range = Spread::ratio(sa, sb).map_or(String::new(), |r| r.range_text(|v| format!("{v:.2}")));
     if sa.runs < 2 || sb.runs < 2 {
         format!("{range} (one run each: no spread, so no difference can be claimed)")
@@ -613,6 +671,16 @@ fn server_cpu(us: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_one_thread_server_spends_one_over_its_rate_on_each_request() {
+        // 488 req/s on one thread: 2.05 ms a request, 990 µs of it CPU.
+        let s = one_thread(488.0, 990.0);
+        assert!(s.contains("one read at a time, 2.05 ms of the thread a request"), "{s}");
+        assert!(s.contains("990 µs of it on the CPU and 1059 µs waiting for the database"), "{s}");
+        // CPU measured above the time a request had (a coarse clock): no negative wait.
+        assert!(one_thread(1000.0, 1200.0).contains("and 0 µs waiting"));
+    }
 
     #[test]
     fn a_server_cpu_below_the_clock_tick_is_not_measurable_never_zero() {

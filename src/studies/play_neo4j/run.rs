@@ -109,6 +109,8 @@ pub struct BenchPlan {
     pub db_stall_rate: Option<u32>,
     /// `--db-stall-apis`: the APIs that meet the stall (those of `apis` without a read are skipped).
     pub db_stall_apis: Vec<Endpoint>,
+    /// `--db-stall-targets`: the targets that meet the stall, by name (empty: every target).
+    pub db_stall_targets: Vec<String>,
     /// blocklab's server stack (`serve --model`: reactive or lean).
     pub model: Model,
     /// How the embedded database is read (`None`: a networked database, read by Cypher).
@@ -916,9 +918,14 @@ fn run_stalls(
     let database = &*database;
     let Some(link) = database.link.as_ref() else { return Vec::new() };
     let mut stalls = Vec::new();
+    // The targets that meet the stall (`--db-stall-targets`; empty: all).
+    let stalled =
+        |name: &str| plan.db_stall_targets.is_empty() || plan.db_stall_targets.iter().any(|s| s == name);
     for api in plan.db_stall_apis.iter().filter(|a| super::results::reads_per_request(**a) > 0.0) {
         let ran = |t: &&Target| {
-            tests.iter().any(|r| r.target == t.name() && r.api == api.path() && r.best().is_some())
+            let name = t.name();
+            stalled(&name)
+                && tests.iter().any(|r| r.target == name && r.api == api.path() && r.best().is_some())
         };
         let mut warmed = Vec::new();
         for target in plan.targets.iter().filter(ran) {
@@ -939,8 +946,12 @@ fn run_stalls(
         // One rate for every target of an endpoint, so that they meet the same load: from the
         // lowest of their closed-loop rates, in the matrix and through the link as they warmed.
         let lowest = |rates: &mut dyn Iterator<Item = f64>| rates.filter(|r| *r > 0.0).reduce(f64::min);
-        let in_matrix =
-            lowest(&mut tests.iter().filter(|t| t.api == api.path()).filter_map(|t| t.best().map(|r| r.rps)));
+        let in_matrix = lowest(
+            &mut tests
+                .iter()
+                .filter(|t| t.api == api.path() && stalled(&t.target))
+                .filter_map(|t| t.best().map(|r| r.rps)),
+        );
         let warming = lowest(&mut warmed.iter().filter_map(|w| w.2));
         let closed_loop = match (in_matrix, warming) {
             (Some(m), w) if w.is_none_or(|w| w >= m) => {

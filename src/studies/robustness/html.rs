@@ -39,12 +39,13 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     // The answer first: where each target stopped coping and the success
     // chart, then the reading that explains them.
     body += "<h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
-             <th>verdict</th></tr></thead><tbody>";
+             <th>idle</th><th>verdict</th></tr></thead><tbody>";
     for t in &results.targets {
         body += &format!(
-            "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
             escape(&t.name),
             escape(&t.cap),
+            escape(&super::reading::idle(t)),
             escape(&verdict(t))
         );
     }

@@ -74,12 +74,9 @@ fn ran_lines(results: &SweepResults) -> Vec<String> {
         crate::harness::placement::list(&placement.load_cpus)
     );
     std::iter::once(cpus)
-        .chain(
-            results
-                .targets
-                .iter()
-                .map(|t| format!("{}: memory cap {}; {}", t.name, t.cap, reading::verdict(t))),
-        )
+        .chain(results.targets.iter().map(|t| {
+            format!("{}: memory cap {}; idle {}; {}", t.name, t.cap, reading::idle(t), reading::verdict(t))
+        }))
         .collect()
 }
 

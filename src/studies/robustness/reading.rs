@@ -9,6 +9,7 @@ use super::step::Outcome;
 pub fn reading(results: &SweepResults) -> Vec<String> {
     let delay_s = results.delay_ms as f64 / 1e3;
     let mut out = held_and_survived(&results.targets, results.delay_ms);
+    out.extend(idle_sentence(&results.targets));
     for t in &results.targets {
         let run: Vec<&Step> = t.steps.iter().filter(|s| s.status == StepStatus::Run).collect();
         let cap = t.cap_bytes.map_or("uncapped".to_string(), |b| format!("under a {} MiB cap", b >> 20));
@@ -416,6 +417,35 @@ pub fn verdict(target: &TargetResult) -> String {
     }
 }
 
+/// What a target held idle, beside its cap: `1.9 MiB (4 % of the cap)`,
+/// `40.3 MiB (no cap on the whole process)`, or `-` when not measured.
+pub fn idle(target: &TargetResult) -> String {
+    let Some(bytes) = target.idle_bytes else { return "-".to_string() };
+    let mib = bytes as f64 / 1024.0 / 1024.0;
+    match target.cap_bytes {
+        Some(cap) if cap > 0 => {
+            format!("{mib:.1} MiB ({:.0} % of the cap)", bytes as f64 * 100.0 / cap as f64)
+        }
+        _ => format!("{mib:.1} MiB (no cap on the whole process)"),
+    }
+}
+
+/// One sentence: what each target held idle, before any request, beside its
+/// cap, from the lightest to the heaviest (`None`: none was measured).
+fn idle_sentence(targets: &[TargetResult]) -> Option<String> {
+    let mut measured: Vec<&TargetResult> = targets.iter().filter(|t| t.idle_bytes.is_some()).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    measured.sort_by_key(|t| t.idle_bytes);
+    let each: Vec<String> = measured.iter().map(|t| format!("{} {}", t.name, idle(t))).collect();
+    Some(format!(
+        "Idle, started and before the first level (its cgroup's charge less page cache, the kernel's share \
+         included), each target held: {}. What a target holds idle is memory its requests cannot use.",
+        each.join(", ")
+    ))
+}
+
 /// The non-ok outcomes of a step, e.g. "timeout 12, refused 3".
 pub fn failures(step: &Step) -> String {
     let Some(load) = &step.load else { return "-".to_string() };
@@ -430,6 +460,28 @@ pub fn failures(step: &Step) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_memory_is_given_beside_the_cap_lightest_first() {
+        let mib = 1024 * 1024;
+        let mut lean = TargetResult::new("lean", crate::page::Family::Blocklab);
+        lean.cap_bytes = Some(50 * mib);
+        lean.idle_bytes = Some(2 * mib);
+        let mut node = TargetResult::new("node", crate::page::Family::Node);
+        node.idle_bytes = Some(40 * mib + mib / 2);
+        let never = TargetResult::new("spring-web", crate::page::Family::Jvm);
+        assert_eq!(idle(&lean), "2.0 MiB (4 % of the cap)");
+        assert_eq!(idle(&node), "40.5 MiB (no cap on the whole process)");
+        assert_eq!(idle(&never), "-");
+        let sentence = idle_sentence(&[node.clone(), never.clone(), lean.clone()]).unwrap();
+        assert!(
+            sentence.contains(
+                "held: lean 2.0 MiB (4 % of the cap), node 40.5 MiB (no cap on the whole process)."
+            ),
+            "{sentence}"
+        );
+        assert!(idle_sentence(&[never]).is_none());
+    }
 
     fn held(level: usize, max_ms: f64, threads: Option<u64>) -> Step {
         Step {

@@ -108,10 +108,10 @@ pub fn markdown(results: &SweepResults) -> String {
         let _ = writeln!(md, "- {sentence}");
     }
     let _ = writeln!(md, "\n## Where each target stopped coping\n");
-    let _ = writeln!(md, "| target | memory cap | verdict |");
-    let _ = writeln!(md, "|---|---|---|");
+    let _ = writeln!(md, "| target | memory cap | idle | verdict |");
+    let _ = writeln!(md, "|---|---|---|---|");
     for t in &results.targets {
-        let _ = writeln!(md, "| {} | {} | {} |", t.name, t.cap, verdict(t));
+        let _ = writeln!(md, "| {} | {} | {} | {} |", t.name, t.cap, reading::idle(t), verdict(t));
     }
     let warmed: Vec<_> = results.targets.iter().filter_map(|t| Some((&t.name, t.warmup.as_ref()?))).collect();
     if !warmed.is_empty() {

@@ -159,6 +159,11 @@ pub struct TargetResult {
     pub cap_bytes: Option<u64>,
     /// How the cap was applied, or why not.
     pub cap: String,
+    /// What it held idle, bytes: before the first level (after a JVM's
+    /// warm-up), its cgroup's charge less page cache, or its processes'
+    /// resident memory when it has no cgroup (`None`: not started, or a
+    /// running service).
+    pub idle_bytes: Option<u64>,
     /// Its steps, one per level.
     pub steps: Vec<Step>,
     /// Where and how it died, if it did. A target that stopped answering
@@ -195,6 +200,7 @@ impl TargetResult {
             command: None,
             cap_bytes: None,
             cap: "none".to_string(),
+            idle_bytes: None,
             steps: Vec::new(),
             died: None,
             recoveries: Vec::new(),

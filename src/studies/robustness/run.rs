@@ -185,6 +185,16 @@ fn target_descriptors(server: &ServerProcess, cgroup: Option<&MemoryCgroup>) -> 
     pids.into_iter().filter_map(|pid| crate::proc::open_files_limit(crate::proc::Pid::Of(pid))).max()
 }
 
+/// What a started target holds before any level: its cgroup's charge less
+/// page cache (the kernel's share of its sockets included), or its own
+/// resident memory when it runs without a cgroup.
+fn idle_memory(server: &ServerProcess, cgroup: Option<&MemoryCgroup>) -> Option<u64> {
+    match cgroup {
+        Some(c) => crate::harness::cgroup::usage_less_cache(c.path()),
+        None => crate::proc::rss_bytes(crate::proc::Pid::Of(server.pid())),
+    }
+}
+
 /// The longest target name swept, for the progress lines' first column.
 fn name_width(plan: &SweepPlan) -> usize {
     plan.targets.iter().map(|t| t.name().chars().count()).max().unwrap_or(0)
@@ -319,6 +329,7 @@ fn sweep_target(
         eprintln!("sweep: {name}: {warmup}");
         result.warmup = Some(warmup);
     }
+    result.idle_bytes = server.as_ref().and_then(|s| idle_memory(s, cgroup.as_ref()));
     for &level in &plan.levels {
         if result.died.is_some() {
             result.steps.push(Step::not_run(level, StepStatus::NotRunDown));
