@@ -8,8 +8,7 @@
 //! failed one says what is wrong and how to fix it. Exit status 1 when one
 //! failed, 2 for a usage error (no such folder, a name that clashes).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,7 @@ use crate::failure::Failure;
 use crate::flags::parse_positive_duration;
 use crate::graph::DbUrl;
 use crate::harness::database::ManagedNeo4j;
+use crate::harness::get::{get, same_node};
 use crate::harness::peers::{Peer, PeerKind, Peers, outside_folders};
 use crate::harness::process::ServerProcess;
 use crate::harness::target::Targets;
@@ -513,12 +513,6 @@ fn check_sigterm(verdicts: &mut Verdicts, server: &mut ServerProcess, within: Du
     );
 }
 
-/// Whether `got` holds `want`'s properties with `want`'s values.
-fn same_node(got: &serde_json::Value, want: &serde_json::Value) -> bool {
-    let (Some(got), Some(want)) = (got.as_object(), want.as_object()) else { return false };
-    want.iter().all(|(k, v)| got.get(k) == Some(v))
-}
-
 fn is_success(body: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| v == serde_json::json!({"success": true}))
 }
@@ -533,34 +527,4 @@ fn shorten(text: &str) -> String {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
     }
-}
-
-/// One answer: its status, body and the time from connect to the close.
-struct Answer {
-    status: u16,
-    body: String,
-    elapsed: Duration,
-}
-
-/// `GET path` over a new connection (HTTP/1.0: no chunked body, the answer
-/// ends with the close), within `limit`.
-fn get(addr: SocketAddr, path: &str, limit: Duration) -> Result<Answer, String> {
-    let started = Instant::now();
-    let failed = |e: std::io::Error| format!("{e}");
-    let mut stream = TcpStream::connect_timeout(&addr, limit).map_err(|e| format!("connect: {e}"))?;
-    stream.set_read_timeout(Some(limit)).map_err(failed)?;
-    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).map_err(failed)?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).map_err(|e| format!("no whole answer within {limit:?}: {e}"))?;
-    let elapsed = started.elapsed();
-    let head = crate::http1::parse_response(&answer, 64 * 1024, false, false)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "the connection closed before a whole HTTP answer".to_string())?;
-    let rest = &answer[head.len..];
-    let body = match head.framing {
-        crate::http1::Framing::None => &[][..],
-        crate::http1::Framing::Length(n) => &rest[..rest.len().min(n as usize)],
-        _ => rest,
-    };
-    Ok(Answer { status: head.status, body: String::from_utf8_lossy(body).into_owned(), elapsed })
 }

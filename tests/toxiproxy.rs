@@ -338,32 +338,6 @@ async fn client(
     }
 }
 
-/// A fault of the test: its toxic, and what it stands for.
-fn faults() -> Vec<(Toxic, &'static str)> {
-    vec![
-        (
-            Toxic::new("reset", Stream::Downstream, Fault::ResetPeer { after: Duration::ZERO }),
-            "the connection reset in mid-query (the answer on its way, then a TCP RST)",
-        ),
-        (
-            Toxic::new("stall", Stream::Downstream, Fault::Timeout { after: None }),
-            "a link that stops answering (no byte back, the connection kept open)",
-        ),
-        (
-            Toxic::new("cut", Stream::Downstream, Fault::LimitData { bytes: 64 }),
-            "answers cut short (64 bytes per connection, then closed)",
-        ),
-        (
-            Toxic::new(
-                "slow-close",
-                Stream::Downstream,
-                Fault::SlowClose { delay: Duration::from_millis(1500) },
-            ),
-            "a slow close (each close held 1.5 s)",
-        ),
-    ]
-}
-
 /// What the requests sent between `from` and `to` did, per model and path:
 /// counts by outcome kind and the longest took against its bound.
 fn table(log: &[Sent], from: Instant, to: Instant) -> String {
@@ -421,7 +395,8 @@ async fn faults_under_load(db: Db, base: &str) {
     let started = Instant::now();
     let mut report = Vec::new();
     let mut windows = Vec::new();
-    for (toxic, what) in faults() {
+    // The bench's own four (`bench --db-faults`), held shorter.
+    for (toxic, what) in blocklab::studies::play_neo4j::faults::faults() {
         // Healthy first: every model and endpoint answers right through the proxy.
         let healthy = Instant::now();
         tokio::time::sleep(BEFORE).await;
@@ -588,19 +563,27 @@ async fn bench_stalls_the_link_under_an_open_loop_and_reports_recovery() {
     tokio::task::spawn_blocking(move || bench_through_a_stall(&uri)).await.unwrap();
 }
 
-fn bench_through_a_stall(uri: &str) {
-    let out = std::env::temp_dir().join(format!("blocklab-bench-stall-{}", std::process::id()));
+/// `blocklab bench --db uri --quick -c 20 -n 300 ARGS` into a temporary
+/// folder named after `what`: (its folder, its results.json, its stderr),
+/// once it exited 0.
+fn quick_bench(uri: &str, what: &str, args: &[&str]) -> (PathBuf, serde_json::Value, String) {
+    let out = std::env::temp_dir().join(format!("blocklab-bench-{what}-{}", std::process::id()));
     let ran = std::process::Command::new(env!("CARGO_BIN_EXE_blocklab"))
-        .args(["bench", "--db", uri, "--db-stall", "+50ms:2s", "--apis", "2,3", "--quick", "-c", "20"])
-        .args(["-n", "300", "--nodes", &NODES.to_string(), "--out"])
+        .args(["bench", "--db", uri, "--quick", "-c", "20", "-n", "300", "--nodes", &NODES.to_string()])
+        .args(args)
+        .arg("--out")
         .arg(&out)
         .env_remove("BLOCKLAB_DB")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&ran.stderr);
+    let stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
     assert!(ran.status.success(), "{stderr}");
-    let results: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let results = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    (out, results, stderr)
+}
+
+fn bench_through_a_stall(uri: &str) {
+    let (out, results, stderr) = quick_bench(uri, "stall", &["--db-stall", "+50ms:2s", "--apis", "2,3"]);
     // No --db-rtt: the matrix read the database directly, the stalls went through a link opened after it.
     assert!(results["conditions"]["link"].is_null(), "{}", results["conditions"]["link"]);
     assert_eq!(results["conditions"]["stall_link"]["rtt_ms"].as_f64(), Some(0.0), "the stall's link, no RTT");
@@ -649,5 +632,54 @@ fn bench_through_a_stall(uri: &str) {
     assert!(md.contains("blocklab /getData: its requests queue behind the worker a read blocks"), "{md}");
     let svg = std::fs::read_to_string(out.join("charts/stall-test3.svg")).unwrap();
     assert!(svg.contains("the stall") && svg.contains("blocklab") && svg.contains("<circle"), "{svg}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `bench --db-faults` with the real Neo4j: blocklab's `/getDataAsync`, on a
+/// fresh server reading through Toxiproxy, meets the four faults in turn
+/// under checking clients; each is recorded (right, failed by kind, another
+/// node, the longest, back to right answers) in every output, no answer
+/// carries another node, and the non-blocking read keeps its bound
+/// (--db-timeout + 1 s) whatever the fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_puts_each_fault_on_the_link_under_checking_clients_and_reports_it() {
+    let Some(uri) = neo4j_uri() else { return };
+    let uri = seeded(Db::Neo4j, &uri).await;
+    tokio::task::spawn_blocking(move || bench_through_faults(&uri)).await.unwrap();
+}
+
+fn bench_through_faults(uri: &str) {
+    let (out, results, stderr) =
+        quick_bench(uri, "faults", &["--db-faults", "--apis", "3", "--db-timeout", "1s"]);
+    common::validate_schema("schema/bench-results.json", &results);
+    let faults = results["faults"].as_array().unwrap();
+    let kinds: Vec<&str> = faults.iter().map(|f| f["fault"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["reset_peer", "timeout", "limit_data", "slow_close"], "{stderr}");
+    for f in faults {
+        let kind = f["fault"].as_str().unwrap();
+        let total = |w: &serde_json::Value| {
+            w["right"].as_u64().unwrap()
+                + w["wrong"].as_u64().unwrap()
+                + w["failed"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum::<u64>()
+        };
+        assert!(total(&f["during"]) > 0 && total(&f["after"]) > 0, "{kind}: {f}");
+        assert_eq!((f["during"]["wrong"].as_u64(), f["after"]["wrong"].as_u64()), (Some(0), Some(0)), "{f}");
+        assert_eq!(f["survived"], true, "{kind}");
+        assert!(f["recovered_after_s"].is_number(), "{kind}: not answering right again: {f}");
+        // The non-blocking read: answered or failed within --db-timeout + 1 s of its send.
+        for w in ["during", "after"] {
+            let longest = f[w]["longest_ms"].as_f64().unwrap();
+            assert!(longest <= 2000.0 + 500.0, "{kind} {w}: {longest} ms: {f}");
+        }
+    }
+    // A link that stops answering: every read then times out at --db-timeout and answers 503.
+    let frozen = &faults[1]["during"];
+    assert!(frozen["failed"]["status 503"].as_u64().unwrap_or(0) > 0, "{frozen}");
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(
+        md.contains("## Faults on the link, under load") && md.contains("| right again after s |"),
+        "{md}"
+    );
+    assert!(md.contains("blocklab /getDataAsync under timeout (a link that stops answering"), "{md}");
     let _ = std::fs::remove_dir_all(&out);
 }

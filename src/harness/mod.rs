@@ -15,6 +15,7 @@
 pub mod cgroup;
 pub mod conditions;
 pub mod database;
+pub mod get;
 pub mod jvm;
 pub mod peers;
 pub mod placement;

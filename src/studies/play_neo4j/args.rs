@@ -134,6 +134,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST")]
     pub db_stall_targets: Option<String>,
 
+    /// After the matrix (and the stall), each target's database APIs (all, or a comma list as
+    /// --apis) meet four faults on the link in turn, each held 3 s on a fresh server under 8
+    /// clients that check every answer's node: the connection reset in mid-query, a link that
+    /// stops answering, answers cut short, a slow close. Figures: answered right, another node,
+    /// failed by kind, the longest, back to right answers after. Needs a networked database
+    /// (puts Toxiproxy on the link, with --db-rtt's RTT or none); about 50 s per target and API.
+    #[arg(long, num_args = 0..=1, default_missing_value = "all", value_name = "all|LIST")]
+    pub db_faults: Option<String>,
+
     /// Content nodes.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
@@ -194,6 +203,23 @@ impl BenchArgs {
             }
             crate::harness::toxiproxy::check_rtt(rtt).map_err(|e| format!("--db-rtt: {e}"))?;
         }
+        if self.db_faults.is_some() && embedded {
+            return Err(
+                "--db-faults puts faults on the link to a networked database (neo4j, bolt://, falkor://)"
+                    .to_string(),
+            );
+        }
+        let db_fault_apis = match self.db_faults.as_deref() {
+            None => Vec::new(),
+            Some("all") => apis.clone(),
+            Some(list) => {
+                let asked = parse_apis(list)?;
+                if let Some(e) = asked.iter().find(|e| !apis.contains(e)) {
+                    return Err(format!("--db-faults names {}, which --apis does not run", e.path()));
+                }
+                asked
+            }
+        };
         if self.db_stall.is_some() && embedded {
             return Err(
                 "--db-stall stalls the link to a networked database (neo4j, bolt://, falkor://)".to_string()
@@ -271,6 +297,7 @@ impl BenchArgs {
             db_stall_rate: self.db_stall_rate,
             db_stall_apis,
             db_stall_targets,
+            db_fault_apis,
             model: self.model,
             embedded_read: embedded.then(|| self.embedded_read.unwrap_or_default()),
             db_latency: if self.db == BenchDb::Url(DbUrl::Embedded) {

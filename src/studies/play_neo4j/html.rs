@@ -114,6 +114,13 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
         body += &table(&t);
         body += &charts_html(stall_charts);
     }
+    if let Some(t) = tables::faults(results) {
+        body += &format!(
+            "<h2>Faults on the link, under load</h2><p>{}</p>",
+            escape(&tables::faults_how(results))
+        );
+        body += &table(&t);
+    }
     body += "<h2>Reading</h2><ul class=\"reading\">";
     for s in reading {
         body += &format!("<li>{}</li>", escape(s));

@@ -194,6 +194,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     out.extend(side_by_side(results));
     out.extend(super::pools::sentences(results));
     out.extend(stall_sentences(results));
+    out.extend(fault_sentences(results));
     for t in results.tests.iter().filter(|t| !matches!(t.status, RunStatus::Ok | RunStatus::NotServed)) {
         out.push(format!(
             "{} Test ID {} {} {}: {}",
@@ -526,6 +527,42 @@ fn blocking_cost_per_target(results: &BenchResults, targets: &[&str]) -> Option<
         })
         .collect();
     (each.len() >= 2).then(|| format!("What blocking cost each server here, best runs: {}.", each.join("; ")))
+}
+
+/// The link's faults: one sentence per target, endpoint and fault, then,
+/// per fault, every target's figures side by side where more than one met it.
+fn fault_sentences(results: &BenchResults) -> Vec<String> {
+    let mut out: Vec<String> = results.faults.iter().map(super::faults::sentence).collect();
+    let mut kinds: Vec<&str> = results.faults.iter().map(|r| r.fault.as_str()).collect();
+    kinds.dedup();
+    for kind in kinds {
+        let each: Vec<&super::faults::FaultRecord> =
+            results.faults.iter().filter(|r| r.fault == kind).collect();
+        if each.iter().map(|r| &r.target).collect::<std::collections::BTreeSet<_>>().len() < 2 {
+            continue;
+        }
+        let parts: Vec<String> = each
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {} of {} right, {} failed, the longest {:.0} ms, right again {}",
+                    r.target,
+                    r.api,
+                    r.during.right,
+                    r.during.total(),
+                    r.during.total() - r.during.right - r.during.wrong,
+                    r.during.longest_ms.max(r.after.longest_ms),
+                    match r.recovered_after_s {
+                        _ if !r.survived => "never: it died".to_string(),
+                        Some(s) => format!("{s:.1} s after"),
+                        None => "not within the window".to_string(),
+                    }
+                )
+            })
+            .collect();
+        out.push(format!("Under {kind}, side by side: {}.", parts.join("; ")));
+    }
+    out
 }
 
 /// The stall: one sentence per target and endpoint, then, per endpoint,

@@ -55,6 +55,10 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
         out += &format!("\n## The database stalls\n\n{}\n\n", tables::stalls_how(results));
         out += &t.markdown();
     }
+    if let Some(t) = tables::faults(results) {
+        out += &format!("\n## Faults on the link, under load\n\n{}\n\n", tables::faults_how(results));
+        out += &t.markdown();
+    }
     out += "\n## Reading\n\n";
     for s in reading {
         out += &format!("- {s}\n");

@@ -418,6 +418,9 @@ pub struct BenchResults {
     /// Each target's database endpoints through the stall of `--db-stall` (empty: none asked for).
     #[serde(default)]
     pub stalls: Vec<super::stall::StallRecord>,
+    /// Each target's database endpoints through the link's faults of `--db-faults` (empty: none asked for).
+    #[serde(default)]
+    pub faults: Vec<super::faults::FaultRecord>,
 }
 
 pub use crate::harness::target::BLOCKLAB;

@@ -111,6 +111,8 @@ pub struct BenchPlan {
     pub db_stall_apis: Vec<Endpoint>,
     /// `--db-stall-targets`: the targets that meet the stall, by name (empty: every target).
     pub db_stall_targets: Vec<String>,
+    /// `--db-faults`: the APIs that meet the link's faults (empty: none; those without a read are skipped).
+    pub db_fault_apis: Vec<Endpoint>,
     /// blocklab's server stack (`serve --model`: reactive or lean).
     pub model: Model,
     /// How the embedded database is read (`None`: a networked database, read by Cypher).
@@ -321,6 +323,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     } else {
         run_stalls(plan, &mut database, &tests, ceiling_rps, interrupt)
     };
+    let faults =
+        if interrupt.load(Relaxed) { Vec::new() } else { run_faults(plan, &mut database, &tests, interrupt) };
     // A link opened for the stalls alone (the matrix read the database directly).
     let stall_link =
         if matrix_link.is_none() { database.link.as_ref().map(|l| l.record.clone()) } else { None };
@@ -389,6 +393,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         seed,
         normalized,
         stalls,
+        faults,
     })
 }
 
@@ -889,6 +894,78 @@ fn load_command(plan: &BenchPlan, url: &str, json: &Path, connections: usize, st
     command
 }
 
+/// The link the stalls and faults run through: the matrix's (`--db-rtt`)
+/// or, when the matrix read the database directly, one opened now with no
+/// delay on it and kept in `database`, so that the servers started after
+/// read through it. The error says why there is none.
+fn ensure_link<'a>(plan: &BenchPlan, database: &'a mut Database) -> Result<&'a Link, String> {
+    if database.link.is_none() {
+        database.link = Some(open_link(plan, database, Duration::ZERO).map_err(|e| format!("{e:#}"))?);
+    }
+    database.link.as_ref().ok_or_else(|| "no link".to_string())
+}
+
+/// Every fault of `--db-faults` ([`super::faults`]): each database API
+/// asked for, on every target that ran it in the matrix, each on a fresh
+/// server reading through the link, the four faults in turn.
+fn run_faults(
+    plan: &BenchPlan,
+    database: &mut Database,
+    tests: &[TestRecord],
+    interrupt: &AtomicBool,
+) -> Vec<super::faults::FaultRecord> {
+    let apis: Vec<Endpoint> =
+        plan.db_fault_apis.iter().copied().filter(|a| super::results::reads_per_request(*a) > 0.0).collect();
+    if apis.is_empty() {
+        return Vec::new();
+    }
+    if let Err(e) = ensure_link(plan, database) {
+        eprintln!("bench: faults: not run: {e}");
+        return Vec::new();
+    }
+    let database = &*database;
+    let Some(link) = database.link.as_ref() else { return Vec::new() };
+    let mut records = Vec::new();
+    for api in apis {
+        let ran = |t: &&Target| tests.iter().any(|r| r.target == t.name() && r.api == api.path());
+        for target in plan.targets.iter().filter(ran) {
+            if interrupt.load(Relaxed) {
+                return records;
+            }
+            let who = format!("{} {}", target.name(), api.path());
+            eprintln!(
+                "bench: faults: {who}: reset, timeout, limit_data, slow_close on the link, each {} s under {}                  checking clients",
+                super::faults::HOLD.as_secs(),
+                super::faults::CLIENTS
+            );
+            let test_id = api.test_id().unwrap_or(TestId(0));
+            let mut server = match start_server(plan, target, database, test_id) {
+                Ok(server) => server,
+                Err(e) => {
+                    eprintln!("bench: faults: {who}: did not start: {e}");
+                    continue;
+                }
+            };
+            let clients = super::faults::Clients::start(server.addr(), api.path(), plan.nodes);
+            let ran = {
+                let mut alive = || server.check_alive().is_ok();
+                super::faults::run(&target.name(), api.path(), link.proxy(), clients, &mut alive, interrupt)
+            };
+            match ran {
+                Ok(done) => {
+                    for r in &done {
+                        eprintln!("bench: {}", super::faults::sentence(r));
+                    }
+                    records.extend(done);
+                }
+                Err(e) => eprintln!("bench: faults: {who}: Toxiproxy refused {e}"),
+            }
+            server.stop(Duration::from_secs(15));
+        }
+    }
+    records
+}
+
 /// Every stall of the run (`--db-stall`): each database endpoint that ran
 /// in the matrix, on every target that ran it, each on a fresh server. The
 /// link is the matrix's (`--db-rtt`) or, when the matrix read the database
@@ -906,14 +983,9 @@ fn run_stalls(
     interrupt: &AtomicBool,
 ) -> Vec<StallRecord> {
     let Some(spec) = plan.db_stall else { return Vec::new() };
-    if database.link.is_none() {
-        match open_link(plan, database, Duration::ZERO) {
-            Ok(link) => database.link = Some(link),
-            Err(e) => {
-                eprintln!("bench: stall: not run: {e:#}");
-                return Vec::new();
-            }
-        }
+    if let Err(e) = ensure_link(plan, database) {
+        eprintln!("bench: stall: not run: {e}");
+        return Vec::new();
     }
     let database = &*database;
     let Some(link) = database.link.as_ref() else { return Vec::new() };
@@ -1128,6 +1200,8 @@ fn stall_once(
         before_rps: 0.0,
         before_p99_ms: 0.0,
         recovered_after_s: None,
+        steady_p99_max_ms: 0.0,
+        recovered_in_spread_after_s: None,
         failed_during: 0,
         failed_after: 0,
         peak_in_flight: None,

@@ -327,6 +327,7 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
             "before: req/s",
             "before: p99 ms",
             "recovered after s",
+            "recovered within the steady spread after s",
             "failed during",
             "failed after",
             "longest ms",
@@ -352,10 +353,18 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
                         || format!("not within {} s", r.seconds.len().saturating_sub(r.ends_s() as usize)),
                         |s| s.to_string(),
                     ),
+                    r.recovered_in_spread_after_s.map_or_else(
+                        || format!("not within {} s", r.seconds.len().saturating_sub(r.ends_s() as usize)),
+                        |s| format!("{s} (p99 ≤ {})", ms(r.steady_p99_max_ms)),
+                    ),
                     r.failed_during.to_string(),
                     r.failed_after.to_string(),
                     if r.longest_ms > 0.0 { ms(r.longest_ms) } else { "—".to_string() },
-                    or_dash(r.peak_in_flight),
+                    if r.queued_unread() {
+                        "0 seen: they queued unread (see the reading)".to_string()
+                    } else {
+                        or_dash(r.peak_in_flight)
+                    },
                     or_dash(r.peak_waiting),
                     or_dash(r.peak_threads),
                     if r.survived { "yes".to_string() } else { "**no**".to_string() },
@@ -363,6 +372,70 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
             })
             .collect(),
     })
+}
+
+/// The link's faults (`--db-faults`), one row per target, endpoint and
+/// fault (`None`: none ran).
+pub fn faults(results: &BenchResults) -> Option<Table> {
+    if results.faults.is_empty() {
+        return None;
+    }
+    Some(Table {
+        headers: [
+            "Target",
+            "API",
+            "fault",
+            "held s",
+            "while it held: right / all",
+            "failed, by kind",
+            "another node",
+            "longest ms",
+            "after: right / all",
+            "right again after s",
+            "survived",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: results
+            .faults
+            .iter()
+            .map(|r| {
+                vec![
+                    r.target.clone(),
+                    r.api.clone(),
+                    r.fault.clone(),
+                    format!("{:.1}", r.held_s),
+                    format!("{} / {}", r.during.right, r.during.total()),
+                    r.during.failed_text(),
+                    (r.during.wrong + r.after.wrong).to_string(),
+                    ms(r.during.longest_ms.max(r.after.longest_ms)),
+                    format!("{} / {}", r.after.right, r.after.total()),
+                    r.recovered_after_s.map_or_else(
+                        || format!("not within {} s", super::faults::AFTER.as_secs()),
+                        |s| format!("{s:.1}"),
+                    ),
+                    if r.survived { "yes".to_string() } else { "**no**".to_string() },
+                ]
+            })
+            .collect(),
+    })
+}
+
+/// How the faults ran, above their table.
+pub fn faults_how(results: &BenchResults) -> String {
+    let link = results.conditions.link.as_ref().or(results.conditions.stall_link.as_ref());
+    format!(
+        "After the matrix, a fresh server per endpoint and target, reading through Toxiproxy{}, under {} clients that \
+         each send one request after another (a new connection each, 20 ms apart) and check that every answer \
+         carries the node asked for. Healthy 3 s, then each fault on the database's answers in turn, held {} s, \
+         removed, and watched {} s: the reset (reset_peer), a link that stops answering (timeout), answers cut \
+         short (limit_data, 64 bytes), a slow close (slow_close, 1.5 s). A request unanswered after {} s is hung.",
+        link.map_or(String::new(), |l| format!(" ({})", l.proxy)),
+        super::faults::CLIENTS,
+        super::faults::HOLD.as_secs(),
+        super::faults::AFTER.as_secs(),
+        super::faults::HANG.as_secs()
+    )
 }
 
 /// Best RPS of each API as a fraction of `/test`, beside the seed's.
