@@ -137,10 +137,16 @@ fn classify(addr: SocketAddr, path: &str, id: i64) -> Option<String> {
     }
 }
 
-/// The outcomes of the requests sent in `[from, to)`.
-fn window(log: &[Sent], from: Instant, to: Instant) -> Outcomes {
+/// The requests sent in `[from, to)` and answered (or failed) by `done`:
+/// one still in hand at `done` may meet what comes next (the next fault).
+fn sent_in(log: &[Sent], from: Instant, to: Instant, done: Instant) -> impl Iterator<Item = &Sent> {
+    log.iter().filter(move |s| s.at >= from && s.at < to && s.at + s.took <= done)
+}
+
+/// The outcomes of the requests sent in `[from, to)`, done by `done`.
+fn window(log: &[Sent], from: Instant, to: Instant, done: Instant) -> Outcomes {
     let mut out = Outcomes::default();
-    for s in log.iter().filter(|s| s.at >= from && s.at < to) {
+    for s in sent_in(log, from, to, done) {
         match s.outcome.as_deref() {
             None => out.right += 1,
             Some("wrong") => out.wrong += 1,
@@ -152,10 +158,10 @@ fn window(log: &[Sent], from: Instant, to: Instant) -> Outcomes {
 }
 
 /// Seconds from `removed` to the first request sent after the last one
-/// that was not right (0 when every one was right; `None` when the last
-/// request of the window was not right, or none was sent).
+/// that was not right, of those done by `end` (0 when every one was right;
+/// `None` when the last of them was not right, or there was none).
 fn recovered_after(log: &[Sent], removed: Instant, end: Instant) -> Option<f64> {
-    let after: Vec<&Sent> = log.iter().filter(|s| s.at >= removed && s.at < end).collect();
+    let after: Vec<&Sent> = sent_in(log, removed, end, end).collect();
     let last = after.last()?;
     if last.outcome.is_some() {
         return None;
@@ -266,8 +272,10 @@ pub fn run(
             fault,
             what: what.to_string(),
             held_s: (removed - added).as_secs_f64(),
-            during: window(&log, added, removed),
-            after: window(&log, removed, end),
+            // A request sent while the fault held counts there, however late it ended; one
+            // sent after its removal counts if it ended before the next fault came.
+            during: window(&log, added, removed, end),
+            after: window(&log, removed, end, end),
             recovered_after_s: recovered_after(&log, removed, end),
             survived,
         })
@@ -332,7 +340,7 @@ mod tests {
             sent(t, 1900, 6, None),
         ];
         let at = |ms| t + Duration::from_millis(ms);
-        let during = window(&log, at(0), at(1000));
+        let during = window(&log, at(0), at(1000), at(40_000));
         assert_eq!((during.right, during.wrong, during.total()), (1, 1, 4));
         assert_eq!(during.failed_text(), "1 hung, 1 status 503");
         assert_eq!(during.longest_ms, 30_000.0);
@@ -341,6 +349,10 @@ mod tests {
         assert_eq!(recovered_after(&log, at(1400), at(3000)), Some(0.0));
         // Still failing at the window's end.
         assert_eq!(recovered_after(&log, at(1000), at(1200)), None);
+        // A request still in hand when the window ends (the next fault's) is not the window's.
+        let late = [log.clone(), vec![sent(t, 2900, 500, Some("status 503"))]].concat();
+        assert_eq!(recovered_after(&late, at(1000), at(3000)), Some(0.5));
+        assert_eq!(window(&late, at(1000), at(3000), at(3000)).total(), 3);
         let record = FaultRecord {
             target: "play".into(),
             api: "/getDataAsync".into(),
@@ -348,7 +360,7 @@ mod tests {
             what: "a link that stops answering".into(),
             held_s: 3.0,
             during,
-            after: window(&log, at(1000), at(3000)),
+            after: window(&log, at(1000), at(3000), at(3000)),
             recovered_after_s: Some(0.5),
             survived: true,
         };

@@ -934,7 +934,7 @@ fn run_faults(
             }
             let who = format!("{} {}", target.name(), api.path());
             eprintln!(
-                "bench: faults: {who}: reset, timeout, limit_data, slow_close on the link, each {} s under {}                  checking clients",
+                "bench: faults: {who}: reset, timeout, limit_data, slow_close on the link, each {} s under {} checking clients",
                 super::faults::HOLD.as_secs(),
                 super::faults::CLIENTS
             );
