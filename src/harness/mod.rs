@@ -8,7 +8,9 @@
 //! ([`toxiproxy`]), its `/metrics` read
 //! ([`scrape`]), the machine's conditions ([`conditions`]), the page and
 //! chart pieces every report shares and the index page ([`render`]), the
-//! descriptor limit raised and the runner pinned.
+//! descriptor limit raised and the runner pinned. Every process it starts
+//! is started by one launcher ([`launch`]): pinned, memory-capped in the
+//! runtime's own way, ready, stopped.
 //!
 //! The studies ([`crate::studies`]) build on it; it imports none of them.
 
@@ -16,6 +18,7 @@ pub mod cgroup;
 pub mod conditions;
 pub mod database;
 pub mod jvm;
+pub mod launch;
 pub mod peers;
 pub mod placement;
 pub mod process;
@@ -62,12 +65,4 @@ pub fn raise_nofile_to(wanted: u64) -> Option<u64> {
     read("SOFT")
 }
 
-/// Pins every thread of this process to `cpus` (a taskset list such as
-/// "1" or "0-3"); threads started later inherit it.
-pub fn pin_self(cpus: &str) -> bool {
-    Command::new("taskset")
-        .args(["-a", "-p", "-c", cpus, &std::process::id().to_string()])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+pub use launch::pin_self;

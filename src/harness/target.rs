@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 
+use super::launch::Spec;
 use super::peers::{Peer, PeerKind, Peers, Runtime};
 use crate::page::Family;
 use crate::server::Model;
@@ -211,47 +212,41 @@ impl Targets {
         }
     }
 
-    /// The command that starts `target` on a free loopback port (it prints
-    /// `listening on http://ADDR`), pinned to `cpus` (a taskset list) when
-    /// given, with `args` after its own; `None` for a running service.
-    pub fn command(&self, target: &Target, cpus: Option<&str>, args: &[String]) -> Option<Command> {
-        let (program, own): (PathBuf, Vec<String>) = match target {
+    /// What starts `target` on a free loopback port (it prints `listening
+    /// on http://ADDR`), with `args` after its own, for the launcher
+    /// ([`super::launch`]); `None` for a running service.
+    pub fn spec(&self, target: &Target, args: &[String]) -> Option<Spec> {
+        match target {
             Target::Blocklab(model) => {
                 let mut own = vec!["serve".to_string(), "--listen".to_string(), "127.0.0.1:0".to_string()];
                 if let Some(model) = model {
                     own.extend(["--model".to_string(), model.name().to_string()]);
                 }
-                (self.exe.clone(), own)
+                Some(Spec::program(&self.exe, own.into_iter().chain(args.iter().cloned())))
             }
-            Target::Peer(peer) => return Some(self.peer_command(peer, cpus, args)),
-            Target::Url(_) => return None,
-        };
-        Some(pinned(program, &own, cpus, args))
-    }
-
-    /// The command that starts any peer (a server, a database, a link) on a
-    /// free loopback port: `scripts/peers run NAME --listen 127.0.0.1:0`,
-    /// pinned to `cpus` when given, `args` after its own.
-    pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
-        let own = ["run", &peer.name, "--listen", "127.0.0.1:0"].map(String::from);
-        let mut command = pinned(self.peers.script.clone(), &own, cpus, args);
-        self.peers.pass_outside_folders(&mut command);
-        command
-    }
-}
-
-/// `program own args`, under `taskset -c cpus` when given.
-fn pinned(program: PathBuf, own: &[String], cpus: Option<&str>, args: &[String]) -> Command {
-    let mut command = match cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpus]).arg(program);
-            c
+            Target::Peer(peer) => Some(self.peer_spec(peer, args)),
+            Target::Url(_) => None,
         }
-        None => Command::new(program),
-    };
-    command.args(own).args(args);
-    command
+    }
+
+    /// What starts any peer (a server, a database, a link) on a free
+    /// loopback port: `scripts/peers run NAME --listen 127.0.0.1:0`, `args`
+    /// after its own.
+    pub fn peer_spec(&self, peer: &Peer, args: &[String]) -> Spec {
+        Spec::peer(&self.peers, peer, args)
+    }
+
+    /// The command that starts `target` ([`Targets::spec`]), pinned to
+    /// `cpus` (a taskset list) when given; `None` for a running service.
+    pub fn command(&self, target: &Target, cpus: Option<&str>, args: &[String]) -> Option<Command> {
+        Some(self.spec(target, args)?.pinned(cpus).command())
+    }
+
+    /// The command that starts any peer ([`Targets::peer_spec`]), pinned
+    /// to `cpus` when given.
+    pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
+        self.peer_spec(peer, args).pinned(cpus).command()
+    }
 }
 
 #[cfg(test)]
