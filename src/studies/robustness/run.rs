@@ -6,7 +6,6 @@
 //! levels not run.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -20,6 +19,7 @@ use crate::harness::cgroup::MemoryCgroup;
 use crate::harness::launch::{Covers, MemoryCap, Spec};
 use crate::harness::placement;
 use crate::harness::process::ServerProcess;
+use crate::harness::sampler::Sampler;
 use crate::harness::target::Target;
 use crate::server::Model;
 use crate::server::model::AdmissionMode;
@@ -578,52 +578,6 @@ fn answers_again(
     eprintln!("sweep: still not answering /test {:.0} s after the step: down", recheck.as_secs_f64());
     death.answered_again = Some(false);
     Err(death)
-}
-
-/// What the sampler saw at its peaks.
-struct Samples {
-    threads: Option<u64>,
-    memory: Option<u64>,
-    heap: Option<u64>,
-}
-
-/// Samples a process's threads (its cgroup's, when it has one), its cgroup's memory (page cache excluded)
-/// and a JVM's heap every 50 ms, from a thread of its own.
-struct Sampler {
-    stop: std::sync::Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Samples>,
-}
-
-impl Sampler {
-    fn start(pid: Option<u32>, jvm: Option<u32>, cgroup: Option<PathBuf>) -> Sampler {
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut seen = Samples { threads: None, memory: None, heap: None };
-            let max = |peak: &mut Option<u64>, now: Option<u64>| {
-                if let Some(now) = now {
-                    *peak = Some(peak.unwrap_or(0).max(now));
-                }
-            };
-            loop {
-                // The whole tree's threads when it has a cgroup (gunicorn's worker is a child).
-                let cgroup_threads = cgroup.as_deref().and_then(crate::harness::cgroup::threads);
-                max(&mut seen.threads, cgroup_threads.or_else(|| pid.and_then(threads_of)));
-                max(&mut seen.memory, cgroup.as_deref().and_then(crate::harness::cgroup::usage_less_cache));
-                max(&mut seen.heap, jvm.and_then(crate::harness::jvm::heap_used));
-                if stopped.load(Relaxed) {
-                    return seen;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        Sampler { stop, thread }
-    }
-
-    fn stop(self) -> Samples {
-        self.stop.store(true, Relaxed);
-        self.thread.join().unwrap_or(Samples { threads: None, memory: None, heap: None })
-    }
 }
 
 /// A target's name as a file name (a `--url` has slashes).
