@@ -279,11 +279,7 @@ impl Prepared {
     /// Its command as one line, for the outputs (the cgroup wrapper and
     /// `taskset` included; the environment left out).
     pub fn command_line(&self) -> String {
-        std::iter::once(self.command.get_program())
-            .chain(self.command.get_args())
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
+        command_line(&self.command)
     }
 
     /// Starts it as a server and waits up to `ready_within` for its
@@ -305,6 +301,15 @@ impl Prepared {
     pub fn into_command(self) -> Command {
         self.command
     }
+}
+
+/// `command` as one line: its program and arguments, the environment left out.
+pub fn command_line(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Starts `spec` as a server, ready within `ready_within`.
@@ -393,14 +398,6 @@ pub fn pin_self(cpus: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn words(command: &Command) -> String {
-        std::iter::once(command.get_program())
-            .chain(command.get_args())
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
     fn env_of(command: &Command, key: &str) -> Option<String> {
         command
             .get_envs()
@@ -412,10 +409,10 @@ mod tests {
     fn a_spec_is_pinned_with_taskset_only_when_cpus_are_given() {
         let pinned =
             Spec::program("/bin/blocklab", ["load", "-k"]).pinned(Some("1-2")).env("A", "b").command();
-        assert_eq!(words(&pinned), "taskset -c 1-2 /bin/blocklab load -k");
+        assert_eq!(command_line(&pinned), "taskset -c 1-2 /bin/blocklab load -k");
         assert_eq!(env_of(&pinned, "A").as_deref(), Some("b"));
         let free = Spec::program("/bin/blocklab", ["load"]).pinned(None).command();
-        assert_eq!(words(&free), "/bin/blocklab load");
+        assert_eq!(command_line(&free), "/bin/blocklab load");
     }
 
     #[test]

@@ -236,14 +236,9 @@ impl Targets {
         Spec::peer(&self.peers, peer, args)
     }
 
-    /// The command that starts `target` ([`Targets::spec`]), pinned to
-    /// `cpus` (a taskset list) when given; `None` for a running service.
-    pub fn command(&self, target: &Target, cpus: Option<&str>, args: &[String]) -> Option<Command> {
-        Some(self.spec(target, args)?.pinned(cpus).command())
-    }
-
     /// The command that starts any peer ([`Targets::peer_spec`]), pinned
-    /// to `cpus` when given.
+    /// to `cpus` when given, for a caller that spawns it itself (`peer
+    /// check`); the studies start theirs through [`super::launch`].
     pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
         self.peer_spec(peer, args).pinned(cpus).command()
     }
@@ -252,6 +247,7 @@ impl Targets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::launch::command_line;
 
     fn targets() -> Targets {
         Targets::of_this_checkout(PathBuf::from("/bin/blocklab")).unwrap()
@@ -277,14 +273,17 @@ mod tests {
     #[test]
     fn each_managed_target_has_a_command_and_a_url_has_none() {
         let targets = targets();
-        let lean = targets.command(&Target::model(Model::Lean), Some("0"), &["--nodes".into(), "100".into()]);
-        let args: Vec<String> = lean.unwrap().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(args.join(" "), "-c 0 /bin/blocklab serve --listen 127.0.0.1:0 --model lean --nodes 100");
+        let lean = targets.spec(&Target::model(Model::Lean), &["--nodes".into(), "100".into()]);
+        assert_eq!(
+            command_line(&lean.unwrap().pinned(Some("0")).command()),
+            "taskset -c 0 /bin/blocklab serve --listen 127.0.0.1:0 --model lean --nodes 100"
+        );
         let play = targets.named("play", &[], "/test", "target").unwrap();
-        let command = targets.command(&play, None, &[]).unwrap();
+        let command = targets.spec(&play, &[]).unwrap().command();
         assert!(command.get_program().to_string_lossy().ends_with("scripts/peers"));
+        assert!(command_line(&command).ends_with("scripts/peers run play --listen 127.0.0.1:0"));
         let url = Target::url("http://127.0.0.1:8080/delay?ms=10").unwrap();
-        assert!(targets.command(&url, None, &[]).is_none());
+        assert!(targets.spec(&url, &[]).is_none());
         assert!(url.serves("/delay") && !url.serves("/test"));
         assert_eq!(url.name(), "http://127.0.0.1:8080/delay?ms=10");
         assert!(Target::url("https://x/").unwrap_err().contains("http://HOST:PORT/PATH"));
