@@ -416,6 +416,25 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_is_run_by_the_peers_script_with_its_manifests_runtime() {
+        let peers = Peers::of_this_checkout().unwrap();
+        let script = peers.script.display().to_string();
+        let jmeter = Spec::client_peer(&peers, "jmeter", ["--url", "http://x/"]).pinned(Some("1"));
+        assert_eq!(jmeter.runtime, Runtime::Jvm);
+        assert_eq!(
+            command_line(&jmeter.command()),
+            format!("taskset -c 1 {script} run jmeter --url http://x/")
+        );
+        let go = peers.get("go-nethttp").unwrap();
+        let server = Spec::peer(&peers, go, &["--nodes".to_string(), "10".to_string()]);
+        assert_eq!(server.runtime, Runtime::Go);
+        assert_eq!(
+            command_line(&server.command()),
+            format!("{script} run go-nethttp --listen 127.0.0.1:0 --nodes 10")
+        );
+    }
+
+    #[test]
     fn a_cap_becomes_each_runtimes_own_setting() {
         let mib = 1 << 20;
         let cap = |covers| MemoryCap { bytes: 50 * mib, covers, jvm_opts: None, cgroup: Some("x".into()) };
