@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use super::launch::Spec;
 use super::target::Targets;
 
 /// A Neo4j started by `scripts/neo4j start PORT`.
@@ -31,13 +32,16 @@ impl ManagedNeo4j {
         let script = root.join("scripts/neo4j");
         let version = targets.database("neo4j").map_or_else(|| "Neo4j".to_string(), |p| p.versions.clone());
         let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
-        let mut command = Command::new(&script);
-        command.args(["start", &port.to_string()]).stdin(Stdio::null()).stderr(Stdio::piped());
-        if let Some(cpus) = cpus {
-            command.env("NEO4J_CPUS", cpus);
-        }
-        // Its own process group: a ctrl-c reaches blocklab, which then wipes it in order.
-        command.process_group(0);
+        // Pinned by the launcher: the script, and the JVM it starts, inherit
+        // the CPUs. Its own process group: a ctrl-c reaches blocklab, which
+        // then wipes it in order.
+        let mut command = Spec::program(&script, ["start".to_string(), port.to_string()])
+            .pinned(cpus)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .own_group()
+            .prepare()
+            .into_command();
         let out = command.output().map_err(|e| format!("cannot run {}: {e}", script.display()))?;
         let pid = std::fs::read_to_string(root.join(format!(".local/neo4j/{port}/pid")))
             .ok()

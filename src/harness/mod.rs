@@ -1,14 +1,15 @@
 //! The harness: what every study's runner needs, and no study's knowledge.
 //! Every target of any study, one kind of thing, listed in one place
-//! ([`target`]); a target started as a child process and watched
-//! ([`process`]), the peers
-//! described by their `peer.toml` ([`peers`]), its CPUs ([`placement`]), a
-//! memory-capped cgroup for it ([`cgroup`]), a JVM's heap ([`jvm`]), a database it starts
-//! and always ends ([`database`]), the link to it with its faults
-//! ([`toxiproxy`]), its `/metrics` read
-//! ([`scrape`]), the machine's conditions ([`conditions`]), the page and
-//! chart pieces every report shares and the index page ([`render`]), the
-//! descriptor limit raised and the runner pinned.
+//! ([`target`]); every process started by one launcher ([`launch`]: pinned,
+//! memory-capped in its runtime's own way); a target started as a child
+//! process, ready and watched ([`process`]); the peers described by their
+//! `peer.toml` ([`peers`]), its CPUs ([`placement`]), a memory-capped cgroup
+//! for it ([`cgroup`]), a JVM's heap ([`jvm`]), a database it starts and
+//! always ends ([`database`]), the link to it with its faults
+//! ([`toxiproxy`]), what it holds while a load runs ([`sampler`]), its
+//! `/metrics` read ([`scrape`]), the machine's conditions ([`conditions`]),
+//! the page and chart pieces every report shares and the index page
+//! ([`render`]), the descriptor limit raised and the runner pinned.
 //!
 //! The studies ([`crate::studies`]) build on it; it imports none of them.
 
@@ -17,10 +18,12 @@ pub mod conditions;
 pub mod database;
 pub mod get;
 pub mod jvm;
+pub mod launch;
 pub mod peers;
 pub mod placement;
 pub mod process;
 pub mod render;
+pub mod sampler;
 pub mod scrape;
 pub mod target;
 pub mod toxiproxy;
@@ -63,12 +66,4 @@ pub fn raise_nofile_to(wanted: u64) -> Option<u64> {
     read("SOFT")
 }
 
-/// Pins every thread of this process to `cpus` (a taskset list such as
-/// "1" or "0-3"); threads started later inherit it.
-pub fn pin_self(cpus: &str) -> bool {
-    Command::new("taskset")
-        .args(["-a", "-p", "-c", cpus, &std::process::id().to_string()])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+pub use launch::pin_self;

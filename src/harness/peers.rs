@@ -37,8 +37,8 @@ pub enum PeerKind {
 }
 
 /// The runtime a peer runs on, as its manifest declares it: what decides
-/// how a memory cap becomes the runtime's own setting ([`Runtime::memory_env`];
-/// a JVM's heap comes from `JAVA_OPTS`, which the study decides).
+/// how a memory cap becomes the runtime's own setting (which the launcher
+/// decides, in one place) and whether it is warmed up before it is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
@@ -62,25 +62,14 @@ impl Runtime {
         matches!(self, Runtime::Jvm | Runtime::Node)
     }
 
-    /// The environment variable and value that set the runtime's own memory
-    /// limit under `cap` bytes, for the runtimes that take one from the
-    /// environment: Go's soft limit at four fifths of a whole-process cap
-    /// ([`go_memory_limit`]); Node's old-space heap at the cap, whole MiB (the
-    /// JVM's `-Xmx`, which comes from `JAVA_OPTS` instead). `None` for the others.
-    pub fn memory_env(self, cap: u64) -> Option<(&'static str, String)> {
-        match self {
-            Runtime::Go => Some(("GOMEMLIMIT", format!("{}MiB", go_memory_limit(cap) >> 20))),
-            Runtime::Node => Some(("NODE_OPTIONS", format!("--max-old-space-size={}", (cap >> 20).max(1)))),
-            Runtime::Jvm | Runtime::Native | Runtime::Python => None,
-        }
+    /// Whether it must be warmed up before it is measured: a JVM runs a
+    /// method interpreted until it has been called often enough for the JIT
+    /// to compile it, and loads classes on first use (a cold Spring Web's
+    /// slowest answer at the sweep's first level was 6.4 s for a 5 s delay).
+    /// V8 compiles too, but within a few calls; the others run compiled code.
+    pub fn needs_warm_up(self) -> bool {
+        self == Runtime::Jvm
     }
-}
-
-/// `GOMEMLIMIT` for a Go process under a cgroup cap of `cap` bytes: four
-/// fifths of it, whole MiB (40 MiB under 50 MiB), the headroom Go's runtime
-/// needs beyond its heap (stacks, runtime structures, the kernel's share).
-pub fn go_memory_limit(cap: u64) -> u64 {
-    (cap / 5 * 4) >> 20 << 20
 }
 
 /// One peer, as its `peer.toml` describes it. The rules (peers/README.md)
@@ -271,12 +260,15 @@ impl Peers {
     /// Tells `command` (a `scripts/peers`, or a wrapper of it such as
     /// `taskset`) of the outside folders.
     pub fn pass_outside_folders<'c>(&self, command: &'c mut Command) -> &'c mut Command {
-        if let Ok(joined) = std::env::join_paths(&self.outside)
-            && !self.outside.is_empty()
-        {
+        if let Some(joined) = self.outside_folders() {
             command.env(OUTSIDE_FOLDERS_VAR, joined);
         }
         command
+    }
+
+    /// The outside folders as `BLOCKLAB_PEER_DIRS` takes them (`None`: there are none).
+    pub fn outside_folders(&self) -> Option<std::ffi::OsString> {
+        std::env::join_paths(&self.outside).ok().filter(|_| !self.outside.is_empty())
     }
 
     /// Whether `peer` lives outside the checkout (a `--peers` folder's).
@@ -520,18 +512,12 @@ mod tests {
     }
 
     #[test]
-    fn a_cap_becomes_each_runtimes_own_setting() {
-        let mib = 1 << 20;
-        assert_eq!(Runtime::Go.memory_env(50 * mib), Some(("GOMEMLIMIT", "40MiB".to_string())));
-        assert_eq!(
-            Runtime::Node.memory_env(50 * mib),
-            Some(("NODE_OPTIONS", "--max-old-space-size=50".to_string()))
-        );
-        for none in [Runtime::Jvm, Runtime::Native, Runtime::Python] {
-            assert_eq!(none.memory_env(50 * mib), None);
-        }
+    fn a_runtime_with_a_heap_of_its_own_says_so() {
         assert!(Runtime::Jvm.has_heap() && Runtime::Node.has_heap());
         assert!(!Runtime::Go.has_heap() && !Runtime::Python.has_heap() && !Runtime::Native.has_heap());
+        assert!(
+            Runtime::Jvm.needs_warm_up() && !Runtime::Node.needs_warm_up() && !Runtime::Go.needs_warm_up()
+        );
     }
 
     #[test]

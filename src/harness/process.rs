@@ -1,5 +1,5 @@
 //! A target as a child process — a `blocklab serve`, a peer, any command
-//! that prints `listening on http://ADDR` ([`super::target::Targets::command`])
+//! that prints `listening on http://ADDR` (started by the launcher, `harness::launch`)
 //! — started pinned and ready (that line read), watched while the load runs, measured from /proc
 //! ([`crate::proc`]), stopped by its own pid.
 

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 
+use super::launch::Spec;
 use super::peers::{Peer, PeerKind, Peers, Runtime};
 use crate::page::Family;
 use crate::server::Model;
@@ -211,52 +212,42 @@ impl Targets {
         }
     }
 
-    /// The command that starts `target` on a free loopback port (it prints
-    /// `listening on http://ADDR`), pinned to `cpus` (a taskset list) when
-    /// given, with `args` after its own; `None` for a running service.
-    pub fn command(&self, target: &Target, cpus: Option<&str>, args: &[String]) -> Option<Command> {
-        let (program, own): (PathBuf, Vec<String>) = match target {
+    /// What starts `target` on a free loopback port (it prints `listening
+    /// on http://ADDR`), with `args` after its own, for the launcher
+    /// ([`super::launch`]); `None` for a running service.
+    pub fn spec(&self, target: &Target, args: &[String]) -> Option<Spec> {
+        match target {
             Target::Blocklab(model) => {
                 let mut own = vec!["serve".to_string(), "--listen".to_string(), "127.0.0.1:0".to_string()];
                 if let Some(model) = model {
                     own.extend(["--model".to_string(), model.name().to_string()]);
                 }
-                (self.exe.clone(), own)
+                Some(Spec::program(&self.exe, own.into_iter().chain(args.iter().cloned())))
             }
-            Target::Peer(peer) => return Some(self.peer_command(peer, cpus, args)),
-            Target::Url(_) => return None,
-        };
-        Some(pinned(program, &own, cpus, args))
-    }
-
-    /// The command that starts any peer (a server, a database, a link) on a
-    /// free loopback port: `scripts/peers run NAME --listen 127.0.0.1:0`,
-    /// pinned to `cpus` when given, `args` after its own.
-    pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
-        let own = ["run", &peer.name, "--listen", "127.0.0.1:0"].map(String::from);
-        let mut command = pinned(self.peers.script.clone(), &own, cpus, args);
-        self.peers.pass_outside_folders(&mut command);
-        command
-    }
-}
-
-/// `program own args`, under `taskset -c cpus` when given.
-fn pinned(program: PathBuf, own: &[String], cpus: Option<&str>, args: &[String]) -> Command {
-    let mut command = match cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpus]).arg(program);
-            c
+            Target::Peer(peer) => Some(self.peer_spec(peer, args)),
+            Target::Url(_) => None,
         }
-        None => Command::new(program),
-    };
-    command.args(own).args(args);
-    command
+    }
+
+    /// What starts any peer (a server, a database, a link) on a free
+    /// loopback port: `scripts/peers run NAME --listen 127.0.0.1:0`, `args`
+    /// after its own.
+    pub fn peer_spec(&self, peer: &Peer, args: &[String]) -> Spec {
+        Spec::peer(&self.peers, peer, args)
+    }
+
+    /// The command that starts any peer ([`Targets::peer_spec`]), pinned
+    /// to `cpus` when given, for a caller that spawns it itself (`peer
+    /// check`); the studies start theirs through [`super::launch`].
+    pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
+        self.peer_spec(peer, args).pinned(cpus).command()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::launch::command_line;
 
     fn targets() -> Targets {
         Targets::of_this_checkout(PathBuf::from("/bin/blocklab")).unwrap()
@@ -282,14 +273,17 @@ mod tests {
     #[test]
     fn each_managed_target_has_a_command_and_a_url_has_none() {
         let targets = targets();
-        let lean = targets.command(&Target::model(Model::Lean), Some("0"), &["--nodes".into(), "100".into()]);
-        let args: Vec<String> = lean.unwrap().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(args.join(" "), "-c 0 /bin/blocklab serve --listen 127.0.0.1:0 --model lean --nodes 100");
+        let lean = targets.spec(&Target::model(Model::Lean), &["--nodes".into(), "100".into()]);
+        assert_eq!(
+            command_line(&lean.unwrap().pinned(Some("0")).command()),
+            "taskset -c 0 /bin/blocklab serve --listen 127.0.0.1:0 --model lean --nodes 100"
+        );
         let play = targets.named("play", &[], "/test", "target").unwrap();
-        let command = targets.command(&play, None, &[]).unwrap();
+        let command = targets.spec(&play, &[]).unwrap().command();
         assert!(command.get_program().to_string_lossy().ends_with("scripts/peers"));
+        assert!(command_line(&command).ends_with("scripts/peers run play --listen 127.0.0.1:0"));
         let url = Target::url("http://127.0.0.1:8080/delay?ms=10").unwrap();
-        assert!(targets.command(&url, None, &[]).is_none());
+        assert!(targets.spec(&url, &[]).is_none());
         assert!(url.serves("/delay") && !url.serves("/test"));
         assert_eq!(url.name(), "http://127.0.0.1:8080/delay?ms=10");
         assert!(Target::url("https://x/").unwrap_err().contains("http://HOST:PORT/PATH"));

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::launch;
 use super::process::ServerProcess;
 use super::target::Targets;
 
@@ -50,8 +51,8 @@ impl Toxiproxy {
             let reason = targets.peers.why_not_buildable(PEER).map(|r| format!(" ({r})")).unwrap_or_default();
             return Err(format!("{PEER} is not built{reason}: scripts/peers build {PEER}"));
         }
-        let command = targets.peer_command(peer, cpus, &[]);
-        let process = ServerProcess::spawn(command, READY_WITHIN).map_err(|e| format!("{PEER}: {e}"))?;
+        let spec = targets.peer_spec(peer, &[]).pinned(cpus);
+        let process = launch::server(spec, READY_WITHIN).map_err(|e| format!("{PEER}: {e}"))?.process;
         let mut proxy = Toxiproxy { process, version: String::new(), cpus: cpus.map(str::to_string) };
         let (status, version) = call(proxy.api(), "GET", "/version", None)?;
         if status != 200 {

@@ -14,13 +14,14 @@
 //! (the client marks its start on stderr).
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::harness::database::ManagedNeo4j;
+use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
 
 /// The peer that measures it.
@@ -113,22 +114,24 @@ pub fn measure(
         return Err(format!("peers/{PEER} is not built (scripts/peers build {PEER})"));
     }
     let (seconds, warmup) = window(quick);
-    let mut command = match cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpus]).arg(&peers.script);
-            c
-        }
-        None => Command::new(&peers.script),
-    };
-    command
-        .args(["run", PEER, "--db", url])
-        .args(["--nodes", &nodes.to_string(), "--concurrency", &CONCURRENCY.to_string()])
-        .args(["--seconds", &seconds.as_secs().to_string(), "--warmup", &warmup.as_secs().to_string()])
+    let args = [
+        "--db".to_string(),
+        url.to_string(),
+        "--nodes".to_string(),
+        nodes.to_string(),
+        "--concurrency".to_string(),
+        CONCURRENCY.to_string(),
+        "--seconds".to_string(),
+        seconds.as_secs().to_string(),
+        "--warmup".to_string(),
+        warmup.as_secs().to_string(),
+    ];
+    let spec = Spec::client_peer(peers, PEER, args)
+        .pinned(cpus)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = command.spawn().map_err(|e| format!("cannot start {}: {e}", peers.script.display()))?;
+    let mut child = launch::client(spec)?;
     let (lines_tx, lines) = mpsc::channel();
     let stderr = child.stderr.take().ok_or("no stderr")?;
     std::thread::spawn(move || {

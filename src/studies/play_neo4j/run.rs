@@ -15,7 +15,7 @@
 //! reason and its stderr tail); the others still run. An interrupt stops the
 //! children and the partial results are still written.
 
-use std::os::unix::process::CommandExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -34,6 +34,7 @@ use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::conditions;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::jvm;
+use crate::harness::launch::{self, Spec};
 use crate::harness::placement::{self, Placement};
 use crate::harness::process::ServerProcess;
 use crate::harness::scrape::{Scrape, ServerFigures};
@@ -426,13 +427,15 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
     );
     eprintln!("bench: {name} up in {:.1} s; seeding {} nodes", started.elapsed().as_secs_f64(), plan.nodes);
     let mut database = Database { url, managed: Some(neo4j), name, warm_up: None, link: None };
-    let seeded = Command::new(&plan.exe)
-        .args(["seed", "--nodes", &plan.nodes.to_string()])
-        .env("BLOCKLAB_DB", database.url.full_url())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .process_group(0)
-        .output()?;
+    let seeded =
+        Spec::program(&plan.exe, ["seed".to_string(), "--nodes".to_string(), plan.nodes.to_string()])
+            .env("BLOCKLAB_DB", database.url.full_url())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .own_group()
+            .prepare()
+            .into_command()
+            .output()?;
     if !seeded.status.success() {
         anyhow::bail!(
             "seeding {} failed ({}): {}",
@@ -601,14 +604,15 @@ fn start_server(
             .map(String::from)
             .to_vec(),
     };
-    let mut command =
-        plan.available.command(target, pin.as_deref(), &args).ok_or("a running service has no command")?;
+    let mut spec =
+        plan.available.spec(target, &args).ok_or("a running service has no command")?.pinned(pin.as_deref());
     if matches!(target, Target::Blocklab(_)) {
-        command
+        spec = spec
             .env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())
             .env("BLOCKLAB_DB", database.served_url().full_url());
     }
-    ServerProcess::spawn(command, Duration::from_secs(if target.is_jvm() { 120 } else { 300 }))
+    let ready_within = Duration::from_secs(if target.is_jvm() { 120 } else { 300 });
+    Ok(launch::server(spec, ready_within)?.process)
 }
 
 /// A line for the reader: above the progress bar on a terminal; else a plain
@@ -874,24 +878,19 @@ fn run_once(
 /// `blocklab load` pinned to the load generator's CPUs, keep-alive, `-c
 /// connections`, stopping at `stop` (`-n N` or `-z DUR`), its JSON to `json`.
 fn load_command(plan: &BenchPlan, url: &str, json: &Path, connections: usize, stop: &[String]) -> Command {
-    let mut command = if plan.placement.pinned {
-        let mut c = Command::new("taskset");
-        c.args(["-c", &placement::list(&plan.placement.load_cpus)]).arg(&plan.exe);
-        c
-    } else {
-        Command::new(&plan.exe)
-    };
-    command
-        .arg("load")
-        .args(["-k", "--quiet", "-c", &connections.to_string()])
-        .args(stop)
-        .args(["--threads", &plan.placement.load_cpus.len().max(1).to_string()])
-        .args(["--timeout", "30s", "--json"])
-        .arg(json)
-        .arg(url)
+    let mut args: Vec<OsString> = ["load", "-k", "--quiet", "-c"].map(OsString::from).into();
+    args.push(connections.to_string().into());
+    args.extend(stop.iter().map(OsString::from));
+    args.extend(["--threads".into(), plan.placement.load_cpus.len().max(1).to_string().into()]);
+    args.extend(["--timeout", "30s", "--json"].map(OsString::from));
+    args.extend([json.as_os_str().to_owned(), url.into()]);
+    let cpus = plan.placement.pinned.then(|| placement::list(&plan.placement.load_cpus));
+    Spec::program(&plan.exe, args)
+        .pinned(cpus.as_deref())
         .stdin(Stdio::null())
-        .process_group(0);
-    command
+        .own_group()
+        .prepare()
+        .into_command()
 }
 
 /// The link the stalls and faults run through: the matrix's (`--db-rtt`)

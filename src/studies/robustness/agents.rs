@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use clap::Args;
 use super::step::{self, Outcome, StepLoad};
 use crate::failure::Failure;
 use crate::flags::parse_positive_duration;
+use crate::harness::launch::{self, Spec};
 
 /// Flags of `blocklab sweep-agent` (run by the sweep, not by hand).
 #[derive(Debug, Args)]
@@ -126,17 +127,29 @@ pub fn run_split(
     let mut agents: Vec<Option<Agent>> = shares
         .iter()
         .map(|(first, count)| {
-            let mut command = Command::new(exe);
-            command
-                .arg("sweep-agent")
-                .args(["--addr", &addr.to_string(), "--host", host, "--path", path])
-                .args(["--first", &first.to_string(), "--count", &count.to_string()])
-                .args(["--per-address", &per_address.to_string()])
-                .args(["--timeout", &format!("{}ms", timeout.as_millis())])
+            let args = [
+                "sweep-agent".to_string(),
+                "--addr".to_string(),
+                addr.to_string(),
+                "--host".to_string(),
+                host.to_string(),
+                "--path".to_string(),
+                path.to_string(),
+                "--first".to_string(),
+                first.to_string(),
+                "--count".to_string(),
+                count.to_string(),
+                "--per-address".to_string(),
+                per_address.to_string(),
+                "--timeout".to_string(),
+                format!("{}ms", timeout.as_millis()),
+            ];
+            // Unpinned: an agent runs where the runner runs (on the load's CPUs).
+            let spec = Spec::program(exe, args)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit());
-            start(command)
+            start(spec)
         })
         .collect();
     let mut load = StepLoad { processes: shares.len(), ..StepLoad::default() };
@@ -214,9 +227,8 @@ fn merge(load: &mut StepLoad, r: Report, offset_ms: f64) {
     load.send_spread_ms = load.send_spread_ms.max(offset_ms + r.send_spread_ms);
 }
 
-fn start(mut command: Command) -> Option<Agent> {
-    let mut child =
-        command.spawn().map_err(|e| eprintln!("sweep: cannot start a client process: {e}")).ok()?;
+fn start(spec: Spec) -> Option<Agent> {
+    let mut child = launch::client(spec).map_err(|e| eprintln!("sweep: a client process: {e}")).ok()?;
     let stdout = child.stdout.take()?;
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {

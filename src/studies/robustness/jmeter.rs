@@ -9,12 +9,14 @@
 //! (first to last sample start), which the report shows beside the figures.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use super::step::{Outcome, StepLoad};
+use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
 
 /// The client peer's name (its folder under `peers/`).
@@ -55,19 +57,26 @@ pub fn run(
     let log = jtl.with_extension("log");
     let log_file = std::fs::File::create(&log).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     // `scripts/peers run jmeter` takes the client's own flags (no --listen).
-    let mut command = Command::new("taskset");
-    command
-        .args(["-c", load_cpus])
-        .arg(&peers.script)
-        .args(["run", PEER, "--url", url, "--threads", &level.to_string(), "--jtl"])
-        .arg(jtl)
-        .args(["--timeout-ms", &timeout.as_millis().to_string()])
-        .args(["--connect-timeout-ms", &timeout.as_millis().to_string()])
+    let args: Vec<OsString> = [
+        "--url".into(),
+        url.into(),
+        "--threads".into(),
+        level.to_string().into(),
+        "--jtl".into(),
+        jtl.into(),
+        "--timeout-ms".into(),
+        timeout.as_millis().to_string().into(),
+        "--connect-timeout-ms".into(),
+        timeout.as_millis().to_string().into(),
+    ]
+    .into();
+    let spec = Spec::client_peer(peers, PEER, args)
+        .pinned(Some(load_cpus))
         .stdin(Stdio::null())
         .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
-        .stderr(log_file);
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command.spawn().map_err(|e| format!("cannot start {PEER}: {e}"))?;
+        .stderr(log_file)
+        .own_group();
+    let mut child = launch::client(spec).map_err(|e| format!("{PEER}: {e}"))?;
     // JVM start (~1 s), the thread spread (up to ~5 ms a thread), the requests.
     let bound = timeout + Duration::from_secs(60) + Duration::from_millis(10 * level as u64);
     let started = Instant::now();

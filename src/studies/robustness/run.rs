@@ -6,7 +6,6 @@
 //! levels not run.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -17,9 +16,10 @@ use super::report;
 use super::results::{Death, DeathKind, Recovery, Step, StepStatus, SweepResults, TargetResult};
 use super::step;
 use crate::harness::cgroup::MemoryCgroup;
-use crate::harness::peers::Runtime;
+use crate::harness::launch::{Covers, MemoryCap, Spec};
 use crate::harness::placement;
 use crate::harness::process::ServerProcess;
+use crate::harness::sampler::Sampler;
 use crate::harness::target::Target;
 use crate::server::Model;
 use crate::server::model::AdmissionMode;
@@ -200,8 +200,13 @@ fn name_width(plan: &SweepPlan) -> usize {
     plan.targets.iter().map(|t| t.name().chars().count()).max().unwrap_or(0)
 }
 
-/// The command that starts `target`, pinned to the targets' CPUs.
-fn command_for(plan: &SweepPlan, target: &Target, workers: Option<usize>) -> Option<Command> {
+/// What starts `target`, pinned to the targets' CPUs, under the sweep's
+/// memory cap: `--memory`, covering the heap of a runtime that has one (the
+/// seed's heap, or `JAVA_OPTS`, for a JVM; V8's old space for Node.js) and
+/// the whole process of the others; `--jvm-memory`, when given, the whole
+/// process of the former. Its cgroup is measured either way, unless
+/// `--no-cgroup`.
+fn spec_for(plan: &SweepPlan, target: &Target, workers: Option<usize>) -> Option<Spec> {
     let cpus = placement::list(&plan.placement.server_cpus);
     let mut args: Vec<String> = match target {
         Target::Blocklab(_) => vec!["--nodes".into(), "100".into()],
@@ -210,17 +215,17 @@ fn command_for(plan: &SweepPlan, target: &Target, workers: Option<usize>) -> Opt
     if let Some(n) = workers.filter(|n| *n > 1) {
         args.extend(["--processes".to_string(), n.to_string()]);
     }
-    let mut command = plan.available.command(target, Some(&cpus), &args)?;
-    // The seed's heap, set here rather than left to the peer's default, so
-    // that the report says what the JVM really ran with.
-    if target.is_jvm() {
-        command.env("JAVA_OPTS", &plan.jvm_opts);
-    }
-    Some(command)
+    let cap = MemoryCap {
+        bytes: plan.memory,
+        covers: Covers::Heap { process: plan.jvm_memory },
+        jvm_opts: Some(plan.jvm_opts.clone()),
+        cgroup: plan.use_cgroups.then(|| format!("blocklab-sweep-{}-{}", std::process::id(), target.name())),
+    };
+    Some(plan.available.spec(target, &args)?.pinned(Some(&cpus)).memory(cap))
 }
 
-/// Starts `target` (with `workers` worker processes, for lean) in a
-/// memory-capped cgroup of its own, writing its command and cap into
+/// Starts `target` (with `workers` worker processes, for lean) through the
+/// launcher, writing its command and which memory setting it got into
 /// `result` (or its failure to start as a death at level 0). Returns the
 /// cgroup and the process, to be dropped in this order: process first.
 fn start(
@@ -230,61 +235,23 @@ fn start(
     result: &mut TargetResult,
 ) -> (Option<MemoryCgroup>, Option<ServerProcess>) {
     let name = target.name();
-    let mut cgroup = None;
-    let mut server = None;
-    if let Some(mut command) = command_for(plan, target, workers) {
-        let runtime = target.runtime();
-        let cap = if runtime.has_heap() { plan.jvm_memory } else { Some(plan.memory) };
-        if plan.use_cgroups {
-            let cgroup_name = format!("blocklab-sweep-{}-{name}", std::process::id());
-            match MemoryCgroup::create(&cgroup_name, cap) {
-                Ok(c) => {
-                    result.cap_bytes = cap;
-                    result.cap = match cap {
-                        Some(bytes) => {
-                            format!("{} MiB, whole process (cgroup {:?})", bytes >> 20, c.version())
-                        }
-                        None => "none on the whole process (measured in a cgroup)".to_string(),
-                    };
-                    if let Some(bytes) = cap
-                        && target.is_go()
-                        && let Some((var, value)) = runtime.memory_env(bytes)
-                    {
-                        // Go's GC does not see a cgroup's limit: without a soft limit
-                        // under it, the heap grows past the cap before a collection and
-                        // the kernel kills the process (measured: 77 % at 2000, then
-                        // OOM-killed). Go users in containers set GOMEMLIMIT; so does the sweep.
-                        command.env(var, &value);
-                        result.cap += &format!("; {var}={value} (4/5 of the cap)");
-                    }
-                    command = c.wrap(&command);
-                    cgroup = Some(c);
-                }
-                Err(e) => result.cap = format!("none: {e}"),
-            }
-        }
-        if target.is_jvm() {
-            result.cap += &format!("; heap {}", plan.jvm_opts);
-        }
-        // Node's heap at --memory, as the JVMs' -Xmx (V8 does not see a cgroup's limit either).
-        if runtime == Runtime::Node
-            && let Some((var, value)) = runtime.memory_env(plan.memory)
-        {
-            command.env(var, &value);
-            result.cap += &format!("; heap {var}={value}");
-        }
-        result.command = Some(describe(&command));
-        eprintln!("sweep: {name}: memory cap {}", result.cap);
-        match ServerProcess::spawn(command, Duration::from_secs(60)) {
-            Ok(s) => server = Some(s),
-            Err(e) => {
-                eprintln!("sweep: {name} did not start: {e}");
-                result.died =
-                    Some(Death { level: 0, how: DeathKind::DidNotStart, detail: e, answered_again: None });
-            }
+    let Some(spec) = spec_for(plan, target, workers) else { return (None, None) };
+    let prepared = spec.prepare();
+    if let Some(memory) = prepared.memory() {
+        result.cap_bytes = memory.cap_bytes;
+        result.cap = memory.setting.clone();
+    }
+    result.command = Some(prepared.command_line());
+    eprintln!("sweep: {name}: memory cap {}", result.cap);
+    match prepared.serve(Duration::from_secs(60)) {
+        Ok(server) => (server.cgroup, Some(server.process)),
+        Err(e) => {
+            eprintln!("sweep: {name} did not start: {e}");
+            result.died =
+                Some(Death { level: 0, how: DeathKind::DidNotStart, detail: e, answered_again: None });
+            (None, None)
         }
     }
-    (cgroup, server)
 }
 
 fn sweep_target(
@@ -324,7 +291,7 @@ fn sweep_target(
         None => (addr, host),
     };
     result.descriptor_limit = server.as_ref().and_then(|s| target_descriptors(s, cgroup.as_ref()));
-    if target.is_jvm() && server.is_some() && !interrupt.load(Relaxed) {
+    if target.runtime().needs_warm_up() && server.is_some() && !interrupt.load(Relaxed) {
         let warmup = warm_up(runtime, addr, &host, plan.per_address);
         eprintln!("sweep: {name}: {warmup}");
         result.warmup = Some(warmup);
@@ -493,10 +460,9 @@ const WARMUP_ROUNDS: usize = 3;
 /// The short delay of the warm-up's `/delay` rounds.
 const WARMUP_DELAY_MS: u64 = 20;
 
-/// A JVM runs a method interpreted until it has been called often enough
-/// for the JIT to compile it, and loads classes on first use: a cold
-/// Spring Web's slowest answer at the first level was 6.4 s for a 5 s delay.
-/// So before the first level a JVM target gets a few hundred requests —
+/// A runtime that compiles as it runs would be measured cold at the first
+/// level ([`crate::harness::peers::Runtime::needs_warm_up`]: a JVM). So
+/// before the first level such a target gets a few hundred requests —
 /// `/test`, then a short `/delay`, on fresh connections, 100 at a time —
 /// through blocklab's client whichever client the sweep uses. Returns what
 /// was sent, in words.
@@ -625,52 +591,6 @@ fn answers_again(
     Err(death)
 }
 
-/// What the sampler saw at its peaks.
-struct Samples {
-    threads: Option<u64>,
-    memory: Option<u64>,
-    heap: Option<u64>,
-}
-
-/// Samples a process's threads (its cgroup's, when it has one), its cgroup's memory (page cache excluded)
-/// and a JVM's heap every 50 ms, from a thread of its own.
-struct Sampler {
-    stop: std::sync::Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Samples>,
-}
-
-impl Sampler {
-    fn start(pid: Option<u32>, jvm: Option<u32>, cgroup: Option<PathBuf>) -> Sampler {
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut seen = Samples { threads: None, memory: None, heap: None };
-            let max = |peak: &mut Option<u64>, now: Option<u64>| {
-                if let Some(now) = now {
-                    *peak = Some(peak.unwrap_or(0).max(now));
-                }
-            };
-            loop {
-                // The whole tree's threads when it has a cgroup (gunicorn's worker is a child).
-                let cgroup_threads = cgroup.as_deref().and_then(crate::harness::cgroup::threads);
-                max(&mut seen.threads, cgroup_threads.or_else(|| pid.and_then(threads_of)));
-                max(&mut seen.memory, cgroup.as_deref().and_then(crate::harness::cgroup::usage_less_cache));
-                max(&mut seen.heap, jvm.and_then(crate::harness::jvm::heap_used));
-                if stopped.load(Relaxed) {
-                    return seen;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        Sampler { stop, thread }
-    }
-
-    fn stop(self) -> Samples {
-        self.stop.store(true, Relaxed);
-        self.thread.join().unwrap_or(Samples { threads: None, memory: None, heap: None })
-    }
-}
-
 /// A target's name as a file name (a `--url` has slashes).
 fn file_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
@@ -685,13 +605,4 @@ fn last_lines(text: &str, n: usize) -> String {
 /// The OS threads of process `pid` now.
 fn threads_of(pid: u32) -> Option<u64> {
     crate::proc::threads(crate::proc::Pid::Of(pid))
-}
-
-/// A command as one line, for the outputs.
-fn describe(command: &Command) -> String {
-    std::iter::once(command.get_program())
-        .chain(command.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
