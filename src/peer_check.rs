@@ -19,6 +19,7 @@ use crate::flags::parse_positive_duration;
 use crate::graph::DbUrl;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::get::{get, same_node};
+use crate::harness::launch::Spec;
 use crate::harness::peers::{Peer, PeerKind, Peers, outside_folders};
 use crate::harness::process::ServerProcess;
 use crate::harness::target::Targets;
@@ -210,8 +211,8 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
     };
     let started = Instant::now();
     let mut server =
-        match ServerProcess::spawn(targets.peer_command(&peer, None, &run_args), args.ready_within) {
-            Ok(server) => server,
+        match crate::harness::launch::server(targets.peer_spec(&peer, &run_args), args.ready_within) {
+            Ok(server) => server.process,
             Err(reason) => {
                 not_ready(&mut verdicts, &reason, args.ready_within);
                 return verdicts.outcome(&peer.name);
@@ -245,11 +246,12 @@ fn managed_neo4j(targets: &Targets, nodes: u64) -> Result<ManagedNeo4j, String> 
     }
     println!("  ..    starting Neo4j (scripts/neo4j) and seeding {nodes} nodes");
     let neo4j = ManagedNeo4j::start(targets, None)?;
-    let seeded = std::process::Command::new(&targets.exe)
-        .args(["seed", "--nodes", &nodes.to_string()])
+    let seeded = Spec::program(&targets.exe, ["seed".to_string(), "--nodes".to_string(), nodes.to_string()])
         .env("BLOCKLAB_DB", neo4j.url())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
+        .prepare()
+        .into_command()
         .output()
         .map_err(|e| format!("cannot run blocklab seed: {e}"))?;
     if !seeded.status.success() {

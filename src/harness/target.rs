@@ -15,7 +15,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Command;
 
 use super::launch::Spec;
 use super::peers::{Peer, PeerKind, Peers, Runtime};
@@ -234,13 +233,6 @@ impl Targets {
     /// after its own.
     pub fn peer_spec(&self, peer: &Peer, args: &[String]) -> Spec {
         Spec::peer(&self.peers, peer, args)
-    }
-
-    /// The command that starts any peer ([`Targets::peer_spec`]), pinned
-    /// to `cpus` when given, for a caller that spawns it itself (`peer
-    /// check`); the studies start theirs through [`super::launch`].
-    pub fn peer_command(&self, peer: &Peer, cpus: Option<&str>, args: &[String]) -> Command {
-        self.peer_spec(peer, args).pinned(cpus).command()
     }
 }
 
