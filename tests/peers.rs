@@ -14,7 +14,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use blocklab::harness::peers::{Peer, PeerKind, read_manifests};
+use blocklab::harness::peers::{Peer, PeerKind, Runtime, read_manifests};
 use common::{
     Listening, get, get_concurrently, managed_neo4j_pid, neo4j_uri, seed_neo4j, test_behind_frozen_reads,
 };
@@ -66,6 +66,18 @@ fn peer_manifest(args: &[&std::ffi::OsStr]) -> Result<String, String> {
 /// (scripts/peers) and by the harness: both give every peer's keys the same
 /// values, know the same keys, and refuse the same broken manifests, each
 /// naming the file and the key.
+/// A new runtime is a row of the launcher's table (`Runtime`) and its name
+/// in the bash side's reader: the two lists are one.
+#[test]
+fn the_manifest_reader_knows_the_launchers_runtimes() {
+    let script = std::fs::read_to_string(repo().join("scripts/peer-manifest")).unwrap();
+    let line = script.lines().find(|l| l.starts_with("RUNTIMES = (")).expect("a RUNTIMES line");
+    let bash: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+    let launcher: Vec<String> =
+        Runtime::ALL.iter().map(|r| serde_json::to_value(r).unwrap().as_str().unwrap().to_string()).collect();
+    assert_eq!(bash, launcher, "scripts/peer-manifest's RUNTIMES and harness/runtime.rs's Runtime::ALL");
+}
+
 #[test]
 fn bash_and_the_harness_read_the_manifests_alike() {
     let keys = peer_manifest(&["--keys".as_ref()]).unwrap();

@@ -24,8 +24,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::cgroup::{MemoryCgroup, Version};
-use super::peers::{OUTSIDE_FOLDERS_VAR, Peer, Peers, Runtime};
+use super::peers::{OUTSIDE_FOLDERS_VAR, Peer, Peers};
 use super::process::ServerProcess;
+pub use super::runtime::{Runtime, go_memory_limit, jvm_heap_flags};
 
 /// What a study wants started. Built from what to run ([`Spec::program`],
 /// [`Spec::peer`], [`Spec::client_peer`]; a target's comes from
@@ -340,48 +341,11 @@ fn memory_setting(
         },
     };
     let mut env = Vec::new();
-    match runtime {
-        // Go's GC does not see a cgroup's limit: without a soft limit under
-        // it, the heap grows past the cap before a collection and the kernel
-        // kills the process (measured: 77 % at 2000, then OOM-killed). Go
-        // users in containers set GOMEMLIMIT; so does the launcher.
-        Runtime::Go => {
-            if let Some(bytes) = cap_bytes {
-                let value = format!("{}MiB", go_memory_limit(bytes) >> 20);
-                setting += &format!("; GOMEMLIMIT={value} (4/5 of the cap)");
-                env.push(("GOMEMLIMIT", value));
-            }
-        }
-        // The heap set here rather than left to the peer's default, so that
-        // the outputs say what the JVM really ran with.
-        Runtime::Jvm => {
-            let opts = cap.jvm_opts.clone().unwrap_or_else(|| jvm_heap_flags(cap.bytes));
-            setting += &format!("; heap {opts}");
-            env.push(("JAVA_OPTS", opts));
-        }
-        // Node's heap at the cap, as the JVMs' -Xmx (V8 does not see a cgroup's limit either).
-        Runtime::Node => {
-            let value = format!("--max-old-space-size={}", (cap.bytes >> 20).max(1));
-            setting += &format!("; heap NODE_OPTIONS={value}");
-            env.push(("NODE_OPTIONS", value));
-        }
-        Runtime::Native | Runtime::Python => {}
+    if let Some((var, value, words)) = runtime.own_limit(cap.bytes, cap.jvm_opts.as_deref(), cap_bytes) {
+        setting += &format!("; {words}");
+        env.push((var, value));
     }
     (env, MemoryUsed { cap_bytes, setting })
-}
-
-/// A JVM's heap flags for a heap of `cap` bytes: `-Xms` half of it, `-Xmx`
-/// all of it, whole MiB (the seed's `-Xms25M -Xmx50M` under 50 MiB).
-pub fn jvm_heap_flags(cap: u64) -> String {
-    let mib = (cap >> 20).max(2);
-    format!("-Xms{}M -Xmx{mib}M", mib / 2)
-}
-
-/// `GOMEMLIMIT` for a Go process under a cgroup cap of `cap` bytes: four
-/// fifths of it, whole MiB (40 MiB under 50 MiB), the headroom Go's runtime
-/// needs beyond its heap (stacks, runtime structures, the kernel's share).
-pub fn go_memory_limit(cap: u64) -> u64 {
-    (cap / 5 * 4) >> 20 << 20
 }
 
 /// Pins every thread of this process to `cpus` (a taskset list such as

@@ -23,6 +23,7 @@ pub mod peers;
 pub mod placement;
 pub mod process;
 pub mod render;
+pub mod runtime;
 pub mod sampler;
 pub mod scrape;
 pub mod target;

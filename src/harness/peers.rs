@@ -36,41 +36,7 @@ pub enum PeerKind {
     Link,
 }
 
-/// The runtime a peer runs on, as its manifest declares it: what decides
-/// how a memory cap becomes the runtime's own setting (which the launcher
-/// decides, in one place) and whether it is warmed up before it is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Runtime {
-    /// A Java virtual machine: its heap is capped (`-Xmx`), the whole process only when asked.
-    Jvm,
-    /// A Go binary: capped as a whole process, with `GOMEMLIMIT` under the cap.
-    Go,
-    /// Native code (C, C++, Rust): capped as a whole process only.
-    Native,
-    /// CPython: no heap setting, capped as a whole process only.
-    Python,
-    /// Node.js: its V8 heap is capped (`--max-old-space-size`), the whole process only when asked.
-    Node,
-}
-
-impl Runtime {
-    /// Whether the runtime has a heap limit of its own (the JVM's `-Xmx`,
-    /// V8's `--max-old-space-size`): such a runtime is capped by its heap,
-    /// as the seed capped its JVMs, and as a whole process only when asked.
-    pub fn has_heap(self) -> bool {
-        matches!(self, Runtime::Jvm | Runtime::Node)
-    }
-
-    /// Whether it must be warmed up before it is measured: a JVM runs a
-    /// method interpreted until it has been called often enough for the JIT
-    /// to compile it, and loads classes on first use (a cold Spring Web's
-    /// slowest answer at the sweep's first level was 6.4 s for a 5 s delay).
-    /// V8 compiles too, but within a few calls; the others run compiled code.
-    pub fn needs_warm_up(self) -> bool {
-        self == Runtime::Jvm
-    }
-}
+pub use super::runtime::Runtime;
 
 /// One peer, as its `peer.toml` describes it. The rules (peers/README.md)
 /// are also those of `scripts/peer-manifest`, the reader for bash: every key

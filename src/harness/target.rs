@@ -130,13 +130,9 @@ impl Target {
 
     /// The family its series is drawn in (marker and dash of the charts).
     pub fn family(&self) -> Family {
-        match (self, self.runtime()) {
-            (Target::Blocklab(_), _) => Family::Blocklab,
-            (_, Runtime::Jvm) => Family::Jvm,
-            (_, Runtime::Go) => Family::Go,
-            (_, Runtime::Python) => Family::Python,
-            (_, Runtime::Node) => Family::Node,
-            (_, Runtime::Native) => Family::Other,
+        match self {
+            Target::Blocklab(_) => Family::Blocklab,
+            _ => self.runtime().family(),
         }
     }
 }

@@ -27,7 +27,7 @@ Examples:
   blocklab sweep                                  # every target, the seed's levels, 50 MiB cap
   blocklab sweep --quick                          # 3 levels, 1 s delay, 7 targets: a minute or two
   blocklab sweep --targets lean,reactive --levels 1000,5000,10000,20000,50000
-  blocklab sweep --targets spring-web,spring-webflux --jvm-memory 256MiB
+  blocklab sweep --targets spring-web,spring-webflux,node --process-memory 256MiB
   blocklab sweep --url 'http://127.0.0.1:8080/slow' --levels 100,1000
   blocklab sweep --client jmeter --targets spring-web,spring-webflux   # the seed's client
 
@@ -55,13 +55,13 @@ pub struct SweepArgs {
     pub delay: Option<Duration>,
 
     /// Memory cap of each target's whole process (e.g. 50MiB, 1GiB): Rust, Go (with GOMEMLIMIT at 4/5 of it)
-    /// and Python; Node's heap (--max-old-space-size), its whole process only with --jvm-memory.
+    /// and Python; Node's heap (--max-old-space-size), its whole process only with --process-memory.
     #[arg(long, default_value = "50MiB", value_parser = parse_size, value_name = "SIZE")]
     pub memory: u64,
 
     /// Memory cap of the whole process of each peer whose runtime has a heap, JVM or Node.js [default: none;
-    /// the heap is capped: -Xmx50M as the seed, Node's at --memory].
-    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    /// the heap is capped: -Xmx50M as the seed, Node's at --memory]. Also spelt --jvm-memory.
+    #[arg(long = "process-memory", visible_alias = "jvm-memory", value_parser = parse_size, value_name = "SIZE")]
     pub jvm_memory: Option<u64>,
 
     /// Limit for one request, connect included.
