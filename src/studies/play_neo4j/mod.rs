@@ -154,12 +154,13 @@ fn ran_lines(results: &BenchResults) -> Vec<String> {
         .tests
         .iter()
         .map(|t| {
+            // The model's words are blocklab's own; a peer's endpoint is as the peer wrote it.
+            let model = if t.target == results::BLOCKLAB { format!(" ({})", t.model) } else { String::new() };
             format!(
-                "{} Test ID {} {} ({}): {} runs, {}",
+                "{} Test ID {} {}{model}: {} runs, {}",
                 t.target,
                 t.test_id,
                 t.api,
-                t.model,
                 t.runs.len(),
                 t.status
             )
