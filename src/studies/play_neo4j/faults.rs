@@ -115,6 +115,13 @@ pub struct FaultRecord {
     pub survived: bool,
 }
 
+impl FaultRecord {
+    /// The longest any of its requests took, while the fault held or after (ms).
+    pub fn longest_ms(&self) -> f64 {
+        self.during.longest_ms.max(self.after.longest_ms)
+    }
+}
+
 /// One request a client sent.
 #[derive(Debug, Clone)]
 struct Sent {
@@ -310,7 +317,7 @@ pub fn sentence(r: &FaultRecord) -> String {
         r.during.right,
         r.during.total(),
         r.during.failed_text(),
-        r.during.longest_ms.max(r.after.longest_ms)
+        r.longest_ms()
     )
 }
 

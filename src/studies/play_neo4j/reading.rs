@@ -559,7 +559,7 @@ fn fault_sentences(results: &BenchResults) -> Vec<String> {
                     r.during.right,
                     r.during.total(),
                     r.during.total() - r.during.right - r.during.wrong,
-                    r.during.longest_ms.max(r.after.longest_ms),
+                    r.longest_ms(),
                     match r.recovered_after_s {
                         _ if !r.survived => "never: it died".to_string(),
                         Some(s) => format!("{s:.1} s after"),

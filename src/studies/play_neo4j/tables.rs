@@ -342,6 +342,8 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
             .stalls
             .iter()
             .map(|r| {
+                let not_within =
+                    || format!("not within {} s", r.seconds.len().saturating_sub(r.ends_s() as usize));
                 vec![
                     r.target.clone(),
                     r.api.clone(),
@@ -349,14 +351,9 @@ pub fn stalls(results: &BenchResults) -> Option<Table> {
                     rps(r.rate),
                     rps(r.before_rps),
                     ms(r.before_p99_ms),
-                    r.recovered_after_s.map_or_else(
-                        || format!("not within {} s", r.seconds.len().saturating_sub(r.ends_s() as usize)),
-                        |s| s.to_string(),
-                    ),
-                    r.recovered_in_spread_after_s.map_or_else(
-                        || format!("not within {} s", r.seconds.len().saturating_sub(r.ends_s() as usize)),
-                        |s| format!("{s} (p99 ≤ {})", ms(r.steady_p99_max_ms)),
-                    ),
+                    r.recovered_after_s.map_or_else(not_within, |s| s.to_string()),
+                    r.recovered_in_spread_after_s
+                        .map_or_else(not_within, |s| format!("{s} (p99 ≤ {})", ms(r.steady_p99_max_ms))),
                     r.failed_during.to_string(),
                     r.failed_after.to_string(),
                     if r.longest_ms > 0.0 { ms(r.longest_ms) } else { "—".to_string() },
@@ -408,7 +405,7 @@ pub fn faults(results: &BenchResults) -> Option<Table> {
                     format!("{} / {}", r.during.right, r.during.total()),
                     r.during.failed_text(),
                     (r.during.wrong + r.after.wrong).to_string(),
-                    ms(r.during.longest_ms.max(r.after.longest_ms)),
+                    ms(r.longest_ms()),
                     format!("{} / {}", r.after.right, r.after.total()),
                     r.recovered_after_s.map_or_else(
                         || format!("not within {} s", super::faults::AFTER.as_secs()),
