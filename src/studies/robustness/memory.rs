@@ -25,10 +25,7 @@ pub const MEANING: &str = "What one more concurrent slow request costs: the leas
 
 /// The slopes of `steps`; `None` with fewer than two levels held at 100 %.
 pub fn per_request(steps: &[Step]) -> Option<PerRequest> {
-    let held: Vec<&Step> = steps
-        .iter()
-        .filter(|s| s.status == StepStatus::Run && s.success_rate == Some(1.0) && s.alive_after == Some(true))
-        .collect();
+    let held = held(steps);
     if held.len() < 2 {
         return None;
     }
@@ -43,6 +40,25 @@ pub fn per_request(steps: &[Step]) -> Option<PerRequest> {
         less_cache_kib: slope_kib(|s| s.peak_memory_bytes),
         heap_kib: slope_kib(|s| s.peak_heap_bytes),
     })
+}
+
+/// The steps held at 100 % and alive after, in the order run.
+fn held(steps: &[Step]) -> Vec<&Step> {
+    steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Run && s.success_rate == Some(1.0) && s.alive_after == Some(true))
+        .collect()
+}
+
+/// About how many slow requests a cap of `cap` bytes holds, from what
+/// `steps` measured: the highest level held at 100 %, plus what its peak
+/// left under the cap at the process's cost per request. `None` without a
+/// cap, or before two levels were held (no slope yet).
+pub fn cap_holds(steps: &[Step], cap: Option<u64>) -> Option<usize> {
+    let kib = per_request(steps)?.process_kib.filter(|k| *k > 0.0)?;
+    let top = held(steps).into_iter().max_by_key(|s| s.level)?;
+    let left = cap?.saturating_sub(top.cgroup_peak_bytes?);
+    Some(top.level + (left as f64 / (kib * 1024.0)) as usize)
 }
 
 /// The least-squares slope of `points` (x, y); `None` with fewer than two
@@ -71,6 +87,19 @@ mod tests {
             status: StepStatus::Run,
             ..Step::not_run(level, StepStatus::Run)
         }
+    }
+
+    #[test]
+    fn the_cap_holds_the_highest_level_held_plus_what_its_peak_left_at_the_slope() {
+        // 10,000 B a request: 1000 held at 20 MB; a 30 MB cap leaves 10 MB, room for 1000 more.
+        let steps = [step(500, 1.0, 15_000_000), step(1000, 1.0, 20_000_000), step(2000, 0.7, 29_000_000)];
+        let holds = cap_holds(&steps, Some(30_000_000)).unwrap();
+        assert!((1999..=2001).contains(&holds), "{holds}");
+        // Over the cap already: no more than the level held.
+        assert_eq!(cap_holds(&steps, Some(18_000_000)), Some(1000));
+        // No cap, or one level held (no slope): nothing to say.
+        assert_eq!(cap_holds(&steps, None), None);
+        assert_eq!(cap_holds(&steps[1..], Some(30_000_000)), None);
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub struct SweepPlan {
     /// `--quick`: a first look, and its report says so.
     pub quick: bool,
     /// `lean`'s worker processes (`--lean-processes`; `None`: as many as
-    /// the highest level needs, [`super::run::lean_processes`]).
+    /// each level needs, [`super::run::lean_processes`], no more than what
+    /// its cap holds needs, [`super::memory::cap_holds`]).
     pub lean_processes: Option<usize>,
 }
 

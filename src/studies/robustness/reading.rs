@@ -202,8 +202,13 @@ pub fn held_and_survived(targets: &[TargetResult], delay_ms: u64) -> Vec<String>
                     } else {
                         String::new()
                     };
+                    // lean's workers sized for what its cap holds, not for every connection.
+                    let workers = match (s.workers, s.cap_holds) {
+                        (Some(w), Some(h)) => format!(" ({w} workers: its cap holds about {h} requests)"),
+                        _ => String::new(),
+                    };
                     Some(format!(
-                        "at {}: {} served, {} refused{refused_within}, {} timed out{}",
+                        "at {}{workers}: {} served, {} refused{refused_within}, {} timed out{}",
                         s.level,
                         load.count(Outcome::Ok),
                         load.count(Outcome::Refused),
@@ -578,8 +583,13 @@ mod tests {
     fn held_and_survived_are_read_from_the_steps() {
         use crate::studies::robustness::results::Death;
         // lean: held 25,000, refused what did not fit at 50,000, alive to the end.
-        let lean =
-            target("lean", vec![ran(25_000, 25_000, 0, 0, 5_070.0), ran(50_000, 31_000, 19_000, 0, 5_400.0)]);
+        let lean = target(
+            "lean",
+            vec![
+                ran(25_000, 25_000, 0, 0, 5_070.0),
+                Step { workers: Some(2), cap_holds: Some(31_500), ..ran(50_000, 31_000, 19_000, 0, 5_400.0) },
+            ],
+        );
         // go: 100 % at 2000 but too slow to count as held at 5000; OOM-killed at 10,000.
         let mut go = target(
             "go",
@@ -606,7 +616,7 @@ mod tests {
         assert_eq!(
             sentences[0],
             "lean: held 25000 (100 %, the slowest answer 5070 ms, within 5500 ms); survived 50000 (the sweep's last level); past 25000, \
-             at 50000: 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
+             at 50000 (2 workers: its cap holds about 31500 requests): 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
         );
         assert_eq!(
             sentences[1],

@@ -120,6 +120,12 @@ pub struct Step {
     /// The target's worker processes: `lean`'s `--processes`, 1 for
     /// blocklab's other models, `None` for a peer (its own affair).
     pub workers: Option<usize>,
+    /// When lean ran fewer workers than the level's connections would need
+    /// under the descriptor limit: about how many requests its cap holds, at
+    /// the cost per request measured by the levels held before, for which
+    /// the workers were sized.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cap_holds: Option<usize>,
 }
 
 impl Step {
@@ -142,6 +148,7 @@ impl Step {
             alive_after: None,
             recovered_after_s: None,
             workers: None,
+            cap_holds: None,
         }
     }
 }

@@ -321,9 +321,16 @@ fn sweep_target(
             continue;
         }
         // lean gets the worker processes this level needs: a fresh server
-        // with more of them (each costs its runtime's memory, so no more
-        // than needed run at the lower levels).
-        let needed = lean_processes(plan, level, descriptor_limit);
+        // with more of them. Each costs its runtime's memory, so no more
+        // than needed run at the lower levels, and no more than the cap can
+        // fill with requests at the levels past what it holds: a worker
+        // more would take memory the cap could give requests, and past its
+        // workers' descriptors lean refuses at once.
+        let by_level = lean_processes(plan, level, descriptor_limit);
+        let holds = super::memory::cap_holds(&result.steps, result.cap_bytes)
+            .filter(|h| is_lean && *h < level)
+            .filter(|h| lean_processes(plan, *h, descriptor_limit) < by_level);
+        let needed = holds.map_or(by_level, |h| lean_processes(plan, h, descriptor_limit));
         if let Some(now) = workers.filter(|_| is_lean)
             && server.is_some()
             && needed > now
@@ -332,7 +339,15 @@ fn sweep_target(
                 running.stop(Duration::from_secs(5));
             }
             drop(cgroup.take());
-            eprintln!("sweep: {name}: restarted with {needed} worker processes for {level} connections");
+            match holds {
+                Some(h) => eprintln!(
+                    "sweep: {name}: restarted with {needed} worker processes for {level} connections \
+                     ({by_level} would hold them all; the cap holds about {h} requests)"
+                ),
+                None => eprintln!(
+                    "sweep: {name}: restarted with {needed} worker processes for {level} connections"
+                ),
+            }
             workers = Some(needed);
             (cgroup, server) = start(plan, target, workers, &mut result);
             let Some(s) = &server else {
@@ -424,6 +439,7 @@ fn sweep_target(
             alive_after: Some(died.is_none()),
             recovered_after_s: None,
             workers,
+            cap_holds: holds.filter(|_| workers.is_some_and(|w| w < by_level)),
             load: Some(load),
         };
         eprintln!("sweep: {}", report::progress_line(&name, name_width(plan), &step, died.as_ref()));
