@@ -36,12 +36,14 @@
 //!   open and settles as more are), and **what a request adds** to its
 //!   connection, from readings where most do, set against an idle reading
 //!   of about as many connections, and learned from as many requests in
-//!   flight as possible ([`learn_extra`]). A connection is admitted while
-//!   the last reading, plus what the requests still to come of the
-//!   connections idle at it will add, plus what the connections admitted
-//!   since it will cost when busy, stays under the budget. Until a
-//!   request's addition is learned (a fresh process's first burst) only
-//!   the idle cost projects.
+//!   flight as possible ([`learn_extra`]). Summed, the two never fall
+//!   below what a busy connection was seen to cost on average ([`busy_cost`]):
+//!   requests that reuse memory an earlier level freed seem to add little.
+//!   A connection is admitted while the last reading, plus what the
+//!   requests still to come of the connections idle at it will add, plus
+//!   what the connections admitted since it will cost when busy, stays
+//!   under the budget. Until a request's addition is learned (a fresh
+//!   process's first burst) only the idle cost projects.
 //! - **What the reserve is for**: what admitted connections still grow by
 //!   after their reading (the request read, the answer written), the
 //!   kernel's charge for connections queued before `accept` (about a
@@ -105,6 +107,14 @@ struct Readings {
     /// flight it was learned with.
     busy_extra: u64,
     extra_from: u64,
+    /// What a connection with its request in flight costs on average at a
+    /// reading where almost all were busy (everything charged above the
+    /// idle process, over the connections open; 0: none yet), and the most
+    /// requests in flight it was learned with: a floor under the idle cost
+    /// plus a request's addition, which memory reused from an earlier level
+    /// can make read low.
+    busy_cost: u64,
+    busy_cost_from: u64,
     /// Connections open in the cgroup with no request in flight, at the
     /// last reading, and with one.
     open_idle: u64,
@@ -148,6 +158,8 @@ impl MemoryBudget {
             idle_cost: 0,
             busy_extra: 0,
             extra_from: 0,
+            busy_cost: 0,
+            busy_cost_from: 0,
             open_idle: 0,
             busy: 0,
             idle_reading: None,
@@ -261,7 +273,7 @@ impl MemoryBudget {
         capacity.memory_live.store(live, Relaxed);
         capacity.memory_idle.store(readings.idle, Relaxed);
         capacity.connection_cost.store(readings.idle_cost, Relaxed);
-        capacity.busy_connection_cost.store(readings.idle_cost + readings.busy_extra, Relaxed);
+        capacity.busy_connection_cost.store(busy_cost(readings), Relaxed);
     }
 }
 
@@ -314,6 +326,28 @@ fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
         });
         learn_extra(readings, extra, busy);
     }
+    if mostly_busy {
+        // Everything charged above the idle process, over the connections
+        // open: no reading set against another, so memory an earlier level
+        // freed and these requests reused cannot make it read low.
+        // Learned by the same rule as what a request adds: the process's own
+        // growth, spread over few connections, reads high at first.
+        learn_from(&mut readings.busy_cost, &mut readings.busy_cost_from, grown / open, busy);
+    }
+}
+
+/// What a connection costs once its request is in: the idle cost plus what
+/// a request adds, and never less than what busy connections were seen to
+/// cost on average.
+///
+/// Why the floor: a level's requests may reuse memory that an earlier
+/// level's freed and the allocator kept, which its idle reading already
+/// counted, so they seem to add little; the idle cost, learned again once
+/// that memory is returned, then no longer carries it, and the two summed
+/// fall short. Here `reactive`, after holding 2000 (18.9 KiB a request),
+/// admitted about 3000 at 5000 on such a sum and was OOM-killed.
+fn busy_cost(readings: &Readings) -> u64 {
+    (readings.idle_cost + readings.busy_extra).max(readings.busy_cost)
 }
 
 /// Learns `extra`, what each of `busy` requests seemed to add to its
@@ -330,22 +364,31 @@ fn learn(readings: &mut Readings, live: u64, open: u64, busy: u64) {
 /// projected on that smaller margin could take the cgroup over its cap.
 /// Fewer than half as many teach nothing.
 fn learn_extra(readings: &mut Readings, extra: u64, busy: u64) {
-    if busy >= readings.extra_from.saturating_mul(2) {
-        readings.busy_extra = extra;
-        readings.extra_from = busy;
-    } else if busy.saturating_mul(2) >= readings.extra_from {
-        readings.busy_extra = readings.busy_extra.max(extra);
-        readings.extra_from = readings.extra_from.max(busy);
+    learn_from(&mut readings.busy_extra, &mut readings.extra_from, extra, busy);
+}
+
+/// [`learn_extra`]'s rule for any figure learned from busy readings:
+/// `seen` at `busy` requests in flight replaces `figure`, learned from
+/// `from`, when `busy` is at least twice `from`; between half and twice,
+/// the larger is kept; fewer teach nothing.
+fn learn_from(figure: &mut u64, from: &mut u64, seen: u64, busy: u64) {
+    if busy >= from.saturating_mul(2) {
+        *figure = seen;
+        *from = busy;
+    } else if busy.saturating_mul(2) >= *from {
+        *figure = (*figure).max(seen);
+        *from = (*from).max(busy);
     }
 }
 
 /// Whether one more connection fits: the last reading, plus the growth
-/// still to come of the connections idle at it (each by a request's
-/// addition), plus what the connections admitted since (here, times the
-/// `alive` workers that admit alike) will cost busy, under `budget`.
+/// still to come of the connections idle at it (each from the idle cost to
+/// a busy one's, [`busy_cost`]), plus what the connections admitted since
+/// (here, times the `alive` workers that admit alike) will cost busy, under
+/// `budget`.
 fn fits(readings: &Readings, alive: u64, budget: u64) -> bool {
-    let full = readings.idle_cost + readings.busy_extra;
-    let growth = readings.open_idle.saturating_mul(readings.busy_extra);
+    let full = busy_cost(readings);
+    let growth = readings.open_idle.saturating_mul(full - readings.idle_cost);
     let since = (readings.admitted_since + 1).saturating_mul(alive).saturating_mul(full);
     readings.live.saturating_add(growth).saturating_add(since) <= budget
 }
@@ -414,6 +457,8 @@ mod tests {
             idle_cost: cost,
             busy_extra: 0,
             extra_from: 0,
+            busy_cost: 0,
+            busy_cost_from: 0,
             open_idle: 0,
             busy: 0,
             idle_reading: None,
@@ -518,6 +563,33 @@ mod tests {
         let mut r = readings(0, 0, 0);
         learn(&mut r, 9_100, 1_000, 1_000);
         assert_eq!((r.idle_cost, r.busy_extra), (9, 0));
+    }
+
+    #[test]
+    fn requests_that_reuse_an_earlier_levels_memory_do_not_lower_a_busy_connections_cost() {
+        // A level of 1,000: 4 each idle, 10 each busy.
+        let mut r = readings(0, 0, 0);
+        learn(&mut r, 4_100, 1_000, 0);
+        learn(&mut r, 10_100, 1_000, 1_000);
+        assert_eq!((r.idle_cost, r.busy_extra, r.busy_cost), (4, 6, 10));
+        // A level of 2,000: its idle reading still counts 6,000 the first
+        // level freed and the allocator kept (7 each), which its requests
+        // reuse, so they seem to add 3 each; on average a busy connection
+        // still costs 10.
+        learn(&mut r, 14_100, 2_000, 0);
+        learn(&mut r, 20_100, 2_000, 2_000);
+        assert_eq!((r.idle_cost, r.busy_extra, r.busy_cost), (7, 3, 10));
+        // The next level, that memory returned: 1,000 idle read 4 each
+        // again. A busy connection is projected at 10, not at 4 + 3.
+        learn(&mut r, 4_100, 1_000, 0);
+        r.live = 4_100;
+        assert_eq!(busy_cost(&r), 10);
+        // 4,100 + 1,000 idle x 6 still to grow + 10: over 10,000 …
+        assert!(!fits(&r, 1, 10_000));
+        assert!(fits(&r, 1, 10_110));
+        // … where the sum alone (4,100 + 1,000 x 3 + 7) would have admitted it.
+        r.busy_cost = 0;
+        assert!(fits(&r, 1, 7_107));
     }
 
     #[test]

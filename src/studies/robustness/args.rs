@@ -103,8 +103,9 @@ pub struct SweepArgs {
     pub connections_per_address: usize,
 
     /// lean's worker processes sharing its port (serve --processes) [default: as many as a level needs,
-    /// each under the descriptor limit less 1024, and no more than the requests its cap holds need (from
-    /// the memory per request of the levels held): 2 for 50000 under 50 MiB at RLIMIT_NOFILE 20000].
+    /// each under the descriptor limit less 1024, and no more than the requests its admission budget
+    /// holds need (at the memory per request of the levels held): 2 for 50000 under 50 MiB at
+    /// RLIMIT_NOFILE 20000].
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64), value_name = "N")]
     pub lean_processes: Option<usize>,
 

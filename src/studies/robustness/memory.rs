@@ -50,10 +50,11 @@ fn held(steps: &[Step]) -> Vec<&Step> {
         .collect()
 }
 
-/// About how many slow requests a cap of `cap` bytes holds, from what
-/// `steps` measured: the highest level held at 100 %, plus what its peak
-/// left under the cap at the process's cost per request. `None` without a
-/// cap, or before two levels were held (no slope yet).
+/// About how many slow requests `cap` bytes hold (a cap, or what admission
+/// control admits to under one), from what `steps` measured: the highest
+/// level held at 100 %, plus what its peak left under `cap` at the
+/// process's cost per request. `None` without a cap, or before two levels
+/// were held (no slope yet).
 pub fn cap_holds(steps: &[Step], cap: Option<u64>) -> Option<usize> {
     let kib = per_request(steps)?.process_kib.filter(|k| *k > 0.0)?;
     let top = held(steps).into_iter().max_by_key(|s| s.level)?;

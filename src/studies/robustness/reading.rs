@@ -202,9 +202,9 @@ pub fn held_and_survived(targets: &[TargetResult], delay_ms: u64) -> Vec<String>
                     } else {
                         String::new()
                     };
-                    // lean's workers sized for what its cap holds, not for every connection.
+                    // lean's workers sized for what its admission budget holds, not for every connection.
                     let workers = match (s.workers, s.cap_holds) {
-                        (Some(w), Some(h)) => format!(" ({w} workers: its cap holds about {h} requests)"),
+                        (Some(w), Some(h)) => format!(" ({w} workers: its admission budget holds about {h} requests)"),
                         _ => String::new(),
                     };
                     Some(format!(
@@ -616,7 +616,7 @@ mod tests {
         assert_eq!(
             sentences[0],
             "lean: held 25000 (100 %, the slowest answer 5070 ms, within 5500 ms); survived 50000 (the sweep's last level); past 25000, \
-             at 50000 (2 workers: its cap holds about 31500 requests): 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
+             at 50000 (2 workers: its admission budget holds about 31500 requests): 31000 served, 19000 refused (each within 40 ms of its send), 0 timed out."
         );
         assert_eq!(
             sentences[1],

@@ -121,9 +121,10 @@ pub struct Step {
     /// blocklab's other models, `None` for a peer (its own affair).
     pub workers: Option<usize>,
     /// When lean ran fewer workers than the level's connections would need
-    /// under the descriptor limit: about how many requests its cap holds, at
-    /// the cost per request measured by the levels held before, for which
-    /// the workers were sized.
+    /// under the descriptor limit: about how many requests its admission
+    /// budget (the cap less what admission control keeps free) holds, at the
+    /// cost per request measured by the levels held before, for which the
+    /// workers were sized.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cap_holds: Option<usize>,
 }

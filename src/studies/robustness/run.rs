@@ -176,6 +176,13 @@ pub fn lean_processes(plan: &SweepPlan, level: usize, descriptor_limit: Option<u
     top.div_ceil(per_worker).max(1)
 }
 
+/// What lean's admission control admits to under a cap of `cap` bytes: the
+/// cap less the share it keeps free (`serve --admission-reserve`, whose
+/// default the sweep's targets run with).
+fn admission_budget(cap: u64) -> u64 {
+    cap - cap / 100 * u64::from(crate::server::config::DEFAULT_ADMISSION_RESERVE_PERCENT)
+}
+
 /// The descriptor limit of a running target: the highest soft
 /// `RLIMIT_NOFILE` among its processes (its cgroup's, or its own pid's), as
 /// read from `/proc` once it is up — a JVM and Go raise theirs as they
@@ -327,7 +334,7 @@ fn sweep_target(
         // more would take memory the cap could give requests, and past its
         // workers' descriptors lean refuses at once.
         let by_level = lean_processes(plan, level, descriptor_limit);
-        let holds = super::memory::cap_holds(&result.steps, result.cap_bytes)
+        let holds = super::memory::cap_holds(&result.steps, result.cap_bytes.map(admission_budget))
             .filter(|h| is_lean && *h < level)
             .filter(|h| lean_processes(plan, *h, descriptor_limit) < by_level);
         let needed = holds.map_or(by_level, |h| lean_processes(plan, h, descriptor_limit));
@@ -342,7 +349,7 @@ fn sweep_target(
             match holds {
                 Some(h) => eprintln!(
                     "sweep: {name}: restarted with {needed} worker processes for {level} connections \
-                     ({by_level} would hold them all; the cap holds about {h} requests)"
+                     ({by_level} would hold them all; its admission budget holds about {h} requests)"
                 ),
                 None => eprintln!(
                     "sweep: {name}: restarted with {needed} worker processes for {level} connections"
