@@ -81,7 +81,7 @@ pub struct SweepPlan {
     pub quick: bool,
     /// `lean`'s worker processes (`--lean-processes`; `None`: as many as
     /// each level needs, [`super::run::lean_processes`], no more than what
-    /// its cap holds needs, [`super::memory::cap_holds`]).
+    /// its admission budget holds needs, [`super::memory::cap_holds`]).
     pub lean_processes: Option<usize>,
 }
 

@@ -335,8 +335,7 @@ fn sweep_target(
         // workers' descriptors lean refuses at once.
         let by_level = lean_processes(plan, level, descriptor_limit);
         let holds = super::memory::cap_holds(&result.steps, result.cap_bytes.map(admission_budget))
-            .filter(|h| is_lean && *h < level)
-            .filter(|h| lean_processes(plan, *h, descriptor_limit) < by_level);
+            .filter(|h| is_lean && *h < level);
         let needed = holds.map_or(by_level, |h| lean_processes(plan, h, descriptor_limit));
         if let Some(now) = workers.filter(|_| is_lean)
             && server.is_some()
@@ -346,15 +345,13 @@ fn sweep_target(
                 running.stop(Duration::from_secs(5));
             }
             drop(cgroup.take());
-            match holds {
-                Some(h) => eprintln!(
-                    "sweep: {name}: restarted with {needed} worker processes for {level} connections \
-                     ({by_level} would hold them all; its admission budget holds about {h} requests)"
+            let why = match holds.filter(|_| needed < by_level) {
+                Some(h) => format!(
+                    " ({by_level} would hold them all; its admission budget holds about {h} requests)"
                 ),
-                None => eprintln!(
-                    "sweep: {name}: restarted with {needed} worker processes for {level} connections"
-                ),
-            }
+                None => String::new(),
+            };
+            eprintln!("sweep: {name}: restarted with {needed} worker processes for {level} connections{why}");
             workers = Some(needed);
             (cgroup, server) = start(plan, target, workers, &mut result);
             let Some(s) = &server else {
