@@ -131,8 +131,14 @@ fn a_body_goes_whole_with_its_length_and_type_on_every_keep_alive_request() {
         "application/json",
         &server.url("/items?x=1"),
     ]);
-    // Framing right: 40 answers on 2 connections, so every body ended where its length said.
-    assert_eq!((r.stats.ok, r.stats.connections_opened), (40, 2));
+    // Framing right: 40 answers and no connection reopened, so every body ended where its length
+    // said. (At most 2: on a busy machine one connection can take all 40 before the other starts.)
+    assert_eq!(r.stats.ok, 40);
+    assert!(
+        (1..=2).contains(&r.stats.connections_opened),
+        "{} connections for 2",
+        r.stats.connections_opened
+    );
     let seen = server.seen();
     assert_eq!(seen.len(), 40);
     for s in &seen {

@@ -179,7 +179,13 @@ fn chunked_bodies_with_extensions_and_trailers_are_read_whole_on_one_connection(
         )
     });
     let r = run(&["-k", "-c", "2", "-n", "50", &server.url()]);
-    assert_eq!((r.stats.ok, r.stats.connections_opened), (50, 2));
+    assert_eq!(r.stats.ok, 50);
+    // None reopened (at most 2: one connection can take all 50 before the other starts).
+    assert!(
+        (1..=2).contains(&r.stats.connections_opened),
+        "{} connections for 2",
+        r.stats.connections_opened
+    );
     assert_eq!(r.stats.body_bytes, 50 * 11, "chunk data only");
     let server = RawServer::start(|_| {
         Then::Answer(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_vec())
@@ -261,7 +267,12 @@ fn connection_close_http10_and_close_delimited_bodies_end_the_connection() {
 fn pipelining_writes_the_batch_at_once_and_counts_every_response() {
     let server = RawServer::start(|_| Then::Answer(OK.to_vec()));
     let r = run(&["-k", "-c", "2", "-n", "80", "--pipeline", "8", &server.url()]);
-    assert_eq!((r.stats.ok, r.stats.connections_opened, server.requests.load(Relaxed)), (80, 2, 80));
+    assert_eq!((r.stats.ok, server.requests.load(Relaxed)), (80, 80));
+    assert!(
+        (1..=2).contains(&r.stats.connections_opened),
+        "{} connections for 2",
+        r.stats.connections_opened
+    );
     assert!(server.most_per_read.load(Relaxed) > 1, "the server never saw two requests in one read");
     assert_eq!(r.stats.latency.len(), 80, "a latency per request");
     // Without --pipeline, one request at a time.
