@@ -120,6 +120,14 @@ fn thread_is_oom_killed_where_the_cap_says_and_the_others_go_on() {
         assert!(t["died"].is_null(), "{name} died: {t:#}");
         assert_eq!(t["highest_full_success"], 700, "{t:#}");
         assert_eq!(t["cap_bytes"], 24 << 20);
+        // The slowest answer, split by the kernel's receive timestamp: it reached the
+        // client's socket after the 200 ms delay and no later than the client read it.
+        for step in t["steps"].as_array().unwrap() {
+            let (max, load) = (step["max_ms"].as_f64().unwrap(), &step["load"]);
+            let arrived = load["slowest_arrived_ms"].as_f64().expect("a receive timestamp");
+            assert!((200.0..=max).contains(&arrived), "{step:#}");
+            assert!((0.0..=max - 200.0).contains(&load["unread_max_ms"].as_f64().unwrap()), "{step:#}");
+        }
     }
     for file in [
         "results.md",
@@ -500,6 +508,9 @@ fn refusals_are_counted_apart_from_timeouts_and_failures() {
     let why = step["load"]["refused_for"].as_object().expect("refusals by reason");
     assert_eq!(why.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), count("refused"), "{step:#}");
     assert!(why.get("descriptors").and_then(|n| n.as_u64()).unwrap_or(0) >= 1, "{step:#}");
+    // The served answers' receive timestamps came back from the client processes too.
+    let arrived = step["load"]["slowest_arrived_ms"].as_f64().expect("the agents' receive timestamps");
+    assert!((300.0..=step["max_ms"].as_f64().unwrap()).contains(&arrived), "{step:#}");
     let reasons: Vec<String> = why.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
     let row = format!(

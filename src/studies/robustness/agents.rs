@@ -58,6 +58,9 @@ struct Report {
     connect_max_ms: f64,
     outcomes: BTreeMap<String, usize>,
     ok_ms: Vec<f64>,
+    /// Beside each of `ok_ms`: when it reached the socket, from its send.
+    #[serde(default)]
+    ok_arrived_ms: Vec<Option<f64>>,
     refused_max_ms: f64,
     #[serde(default)]
     refused_for: BTreeMap<String, usize>,
@@ -88,6 +91,7 @@ pub fn agent(args: &AgentArgs) -> Result<(), Failure> {
         connect_max_ms: load.connect_max_ms,
         outcomes: load.outcomes.iter().map(|(k, v)| ((*k).to_string(), *v)).collect(),
         ok_ms: load.ok_ms,
+        ok_arrived_ms: load.ok_arrived_ms,
         refused_max_ms: load.refused_max_ms,
         refused_for: load.refused_for,
         wall_ms: load.wall_ms,
@@ -206,6 +210,7 @@ pub fn run_split(
         }
     }
     load.source_addresses = sources.len();
+    load.settle_arrivals();
     load
 }
 
@@ -218,7 +223,11 @@ fn merge(load: &mut StepLoad, r: Report, offset_ms: f64) {
         let outcome = Outcome::ALL.into_iter().find(|o| o.name() == name).unwrap_or(Outcome::LoadSide);
         *load.outcomes.entry(outcome.name()).or_default() += n;
     }
+    // Each time beside its own arrival, whatever the report carried.
+    let mut arrived = r.ok_arrived_ms;
+    arrived.resize(r.ok_ms.len(), None);
     load.ok_ms.extend(r.ok_ms);
+    load.ok_arrived_ms.extend(arrived);
     load.refused_max_ms = load.refused_max_ms.max(r.refused_max_ms);
     for (why, n) in r.refused_for {
         *load.refused_for.entry(why).or_default() += n;
@@ -256,6 +265,8 @@ mod tests {
             connected: ok + timeout,
             connect_max_ms: 3.0,
             outcomes: [("ok".to_string(), ok), ("timeout".to_string(), timeout)].into_iter().collect(),
+            // Each answer reached the socket 1 ms before it was read; the first report's last had no stamp.
+            ok_arrived_ms: ms.iter().map(|t| Some(t - 1.0)).take(if ok == 2 { 1 } else { ok }).collect(),
             ok_ms: ms,
             refused_max_ms: 0.0,
             refused_for: [("memory".to_string(), timeout)].into_iter().collect(),
@@ -272,5 +283,9 @@ mod tests {
         assert_eq!(load.ok_ms.len(), 5);
         assert_eq!(load.quantile_ms(1.0), Some(5004.0));
         assert!((load.send_spread_ms - 1.4).abs() < 1e-9);
+        // Each time stays beside its own arrival, a missing one included.
+        assert_eq!(load.ok_arrived_ms, vec![Some(4999.0), None, Some(5001.0), Some(5002.0), Some(5003.0)]);
+        load.settle_arrivals();
+        assert_eq!((load.slowest_arrived_ms, load.unread_max_ms), (Some(5003.0), Some(1.0)));
     }
 }

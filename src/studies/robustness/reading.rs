@@ -9,6 +9,7 @@ use super::step::Outcome;
 pub fn reading(results: &SweepResults) -> Vec<String> {
     let delay_s = results.delay_ms as f64 / 1e3;
     let mut out = held_and_survived(&results.targets, results.delay_ms);
+    out.extend(results.targets.iter().filter_map(|t| where_the_time_went(t, results.delay_ms)));
     out.extend(idle_sentence(&results.targets));
     for t in &results.targets {
         let run: Vec<&Step> = t.steps.iter().filter(|s| s.status == StepStatus::Run).collect();
@@ -123,6 +124,61 @@ pub fn reading(results: &SweepResults) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Where the slowest answers of `t`'s levels answered at 100 % but past
+/// [`held_max_ms`] spent their time: before the answer reached the client's
+/// socket (the target's, with the loopback's few µs) or after, waiting
+/// unread (the client's), from the kernel's receive timestamps. `None` when
+/// no such level has them.
+pub fn where_the_time_went(t: &TargetResult, delay_ms: u64) -> Option<String> {
+    let slow: Vec<(&Step, f64, f64)> = t
+        .steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Run && s.success_rate == Some(1.0))
+        .filter_map(|s| {
+            let max = s.max_ms.filter(|m| *m > held_max_ms(delay_ms))?;
+            Some((s, max, s.load.as_ref()?.slowest_arrived_ms?))
+        })
+        .collect();
+    if slow.is_empty() {
+        return None;
+    }
+    let delay = delay_ms as f64;
+    let levels: Vec<String> = slow
+        .iter()
+        .map(|(s, max, arrived)| {
+            format!(
+                "at {}, {max:.0} ms from the send, {arrived:.0} of them before the answer reached the client's \
+                 socket and {:.0} after, unread",
+                s.level,
+                max - arrived
+            )
+        })
+        .collect();
+    let target_s = |(_, max, arrived): &&(&Step, f64, f64)| arrived - delay >= max - arrived;
+    let whose = match slow.iter().filter(target_s).count() {
+        n if n == slow.len() => "was the target's (and the loopback's), not the client's".to_string(),
+        0 => "was the client's (answers that had arrived waited unread in its sockets), not the target's"
+            .to_string(),
+        _ => {
+            let list = |server: bool| -> String {
+                let levels: Vec<String> = slow
+                    .iter()
+                    .filter(|x| target_s(x) == server)
+                    .map(|(s, ..)| s.level.to_string())
+                    .collect();
+                levels.join(", ")
+            };
+            format!("was the target's at {} and the client's at {}", list(true), list(false))
+        }
+    };
+    Some(format!(
+        "Where {}'s slowest answers went past {:.0} ms: {}. The time past the {delay:.0} ms delay {whose}.",
+        t.name,
+        held_max_ms(delay_ms),
+        levels.join("; ")
+    ))
 }
 
 /// The slowest answer a level may take to count as held: a tenth above the
@@ -577,6 +633,42 @@ mod tests {
             }),
             ..Step::not_run(level, StepStatus::Run)
         }
+    }
+
+    #[test]
+    fn a_slow_answer_is_the_targets_or_the_clients_by_when_it_reached_the_socket() {
+        let slow = |level: usize, max_ms: f64, arrived: f64| {
+            let mut s = ran(level, level, 0, 0, max_ms);
+            s.load.as_mut().unwrap().slowest_arrived_ms = Some(arrived);
+            s
+        };
+        // netty: its answers left late; the client read them at once.
+        let netty = target("netty", vec![slow(5000, 5300.0, 5290.0), slow(18_000, 6251.0, 6190.0)]);
+        assert_eq!(
+            where_the_time_went(&netty, 5000).unwrap(),
+            "Where netty's slowest answers went past 5500 ms: at 18000, 6251 ms from the send, 6190 of them \
+             before the answer reached the client's socket and 61 after, unread. The time past the 5000 ms delay \
+             was the target's (and the loopback's), not the client's."
+        );
+        // lean: on time at the socket, read a second late at 15,000.
+        let lean = target("lean", vec![slow(15_000, 6000.0, 5040.0)]);
+        assert!(
+            where_the_time_went(&lean, 5000).unwrap().ends_with(
+                "was the client's (answers that had arrived waited unread in its sockets), not the target's."
+            ),
+            "{:?}",
+            where_the_time_went(&lean, 5000)
+        );
+        // Both kinds, and a level under 100 % or within the limit says nothing.
+        let both = target("both", vec![slow(10_000, 6000.0, 5040.0), slow(18_000, 6000.0, 5990.0)]);
+        assert!(
+            where_the_time_went(&both, 5000)
+                .unwrap()
+                .ends_with("was the target's at 18000 and the client's at 10000.")
+        );
+        let mut partial = slow(25_000, 7000.0, 5000.0);
+        partial.success_rate = Some(0.9);
+        assert_eq!(where_the_time_went(&target("x", vec![partial, slow(1000, 5400.0, 5399.0)]), 5000), None);
     }
 
     #[test]

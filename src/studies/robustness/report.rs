@@ -287,7 +287,7 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
     let mut header: Vec<String> =
         "target,client,level,status,success_rate,min_ms,p50_ms,p99_ms,max_ms,connect_max_ms,\
          send_spread_ms,refused_max_ms,refused_for,peak_memory_bytes,cgroup_peak_bytes,peak_heap_bytes,peak_threads,alive_after,\
-         client_processes,workers"
+         client_processes,workers,slowest_arrived_ms,unread_max_ms"
             .split(',')
             .map(String::from)
             .collect();
@@ -325,6 +325,8 @@ pub fn csv(results: &SweepResults) -> anyhow::Result<String> {
                 s.alive_after.map_or(String::new(), |v| v.to_string()),
                 s.load.as_ref().map_or(String::new(), |l| l.processes.to_string()),
                 s.workers.map_or(String::new(), |w| w.to_string()),
+                opt(s.load.as_ref().and_then(|l| l.slowest_arrived_ms)),
+                opt(s.load.as_ref().and_then(|l| l.unread_max_ms)),
             ];
             row.extend(
                 Outcome::ALL

@@ -7,9 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::{TcpSocket, TcpStream};
 
 /// Connections one source address opens to the target before the next
@@ -105,6 +107,22 @@ pub struct StepLoad {
     /// (Kept out of `results.json`; a client process's report carries them: `agents`.)
     #[serde(skip)]
     pub ok_ms: Vec<f64>,
+    /// For each of `ok_ms`, in the same order: when the answer's last bytes
+    /// reached the client's socket, from the send, in milliseconds (the
+    /// kernel's receive timestamp, SO_TIMESTAMPNS); `None` where the kernel
+    /// gave none. What follows it, to `ok_ms`, the answer waited unread for
+    /// the client. (Kept out of `results.json` as `ok_ms` is.)
+    #[serde(skip)]
+    pub ok_arrived_ms: Vec<Option<f64>>,
+    /// The slowest 2xx answer (the level's max), when it reached the client's
+    /// socket, from its send: the target's share of that answer's time (and
+    /// the loopback's, a few µs). `None` without a kernel timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest_arrived_ms: Option<f64>,
+    /// The longest any 2xx answer waited in the client's socket, arrived but
+    /// not yet read: the client's own lag. `None` without kernel timestamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread_max_ms: Option<f64>,
     /// The slowest refusal ([`Outcome::Refused`]), from its request's send
     /// to the 503 or the close, in milliseconds (0 when none): admission
     /// control is to refuse at once, not after a wait.
@@ -151,6 +169,20 @@ impl StepLoad {
     /// ([`Outcome::Timeout`] and [`Outcome::ConnectTimeout`]).
     pub fn timed_out(&self) -> usize {
         self.count(Outcome::Timeout) + self.count(Outcome::ConnectTimeout)
+    }
+
+    /// Sets [`Self::slowest_arrived_ms`] and [`Self::unread_max_ms`] from the
+    /// per-answer figures (after every client process's are in).
+    pub fn settle_arrivals(&mut self) {
+        let arrived =
+            || self.ok_ms.iter().zip(&self.ok_arrived_ms).filter_map(|(ok, at)| Some((*ok, (*at)?)));
+        self.slowest_arrived_ms = self
+            .ok_ms
+            .iter()
+            .zip(&self.ok_arrived_ms)
+            .max_by(|a, b| a.0.total_cmp(b.0))
+            .and_then(|(_, at)| *at);
+        self.unread_max_ms = arrived().map(|(ok, at)| (ok - at).max(0.0)).max_by(f64::total_cmp);
     }
 
     /// The `q` quantile (0..=1) of the 2xx response times, in milliseconds.
@@ -260,21 +292,26 @@ pub async fn send(opened: Opened, host: &str, path: &str, timeout: Duration) -> 
         .map(|stream| {
             let request = request.clone();
             tokio::spawn(async move {
-                let sent = Instant::now();
-                let (outcome, why) = match tokio::time::timeout(timeout, exchange(stream, &request)).await {
-                    Ok(ended) => ended,
-                    Err(_) => (Outcome::Timeout, None),
-                };
-                (outcome, why, sent.elapsed(), sent.duration_since(started))
+                let (sent, sent_wall) = (Instant::now(), SystemTime::now());
+                let (outcome, why, arrived) =
+                    match tokio::time::timeout(timeout, exchange(stream, &request)).await {
+                        Ok(ended) => ended,
+                        Err(_) => (Outcome::Timeout, None, None),
+                    };
+                let arrived = arrived.map(|at| at.duration_since(sent_wall).unwrap_or_default());
+                (outcome, why, sent.elapsed(), arrived, sent.duration_since(started))
             })
         })
         .collect();
     for request in requests {
-        let (outcome, why, took, sent_at) =
-            request.await.unwrap_or((Outcome::LoadSide, None, Duration::ZERO, Duration::ZERO));
+        let (outcome, why, took, arrived, sent_at) =
+            request.await.unwrap_or((Outcome::LoadSide, None, Duration::ZERO, None, Duration::ZERO));
         load.send_spread_ms = load.send_spread_ms.max(sent_at.as_secs_f64() * 1e3);
         match outcome {
-            Outcome::Ok => load.ok_ms.push(took.as_secs_f64() * 1e3),
+            Outcome::Ok => {
+                load.ok_ms.push(took.as_secs_f64() * 1e3);
+                load.ok_arrived_ms.push(arrived.map(|at| at.as_secs_f64() * 1e3));
+            }
             Outcome::Refused => {
                 load.refused_max_ms = load.refused_max_ms.max(took.as_secs_f64() * 1e3);
                 *load.refused_for.entry(why.unwrap_or("unstated").to_string()).or_default() += 1;
@@ -284,6 +321,7 @@ pub async fn send(opened: Opened, host: &str, path: &str, timeout: Duration) -> 
         *load.outcomes.entry(outcome.name()).or_default() += 1;
     }
     load.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    load.settle_arrivals();
     load
 }
 
@@ -359,30 +397,70 @@ pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) ->
 /// closed, before anything was sent on it, is a refusal: the server cannot
 /// have read the request (admission control past its descriptors accepts
 /// and closes at once).
-async fn exchange(mut stream: TcpStream, request: &[u8]) -> (Outcome, Option<&'static str>) {
+/// Sends `request` on `stream` and reads the answer: how it ended, the
+/// server's reason for a refusal, and when the answer's last bytes reached
+/// the socket (the kernel's timestamp; `None` if it gave none).
+async fn exchange(
+    mut stream: TcpStream,
+    request: &[u8],
+) -> (Outcome, Option<&'static str>, Option<SystemTime>) {
     if closed_before_send(&stream) {
-        return (Outcome::Refused, Some("closed"));
+        return (Outcome::Refused, Some("closed"), None);
     }
+    // What arrives from now on carries the time it came in (best effort: a
+    // kernel that refuses leaves the answer without one).
+    let _ = setsockopt(&stream, sockopt::ReceiveTimestampns, &true);
     if let Err(e) = stream.write_all(request).await {
-        return (Outcome::of_io(&e), None);
+        return (Outcome::of_io(&e), None, None);
     }
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 2048];
     loop {
-        match stream.read(&mut chunk).await {
-            Ok(0) => return (Outcome::ClosedEarly, None),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return (Outcome::of_io(&e), None),
-        }
+        let arrived = match read_stamped(&stream, &mut chunk).await {
+            Ok((0, _)) => return (Outcome::ClosedEarly, None, None),
+            Ok((n, arrived)) => {
+                buf.extend_from_slice(&chunk[..n]);
+                arrived
+            }
+            Err(e) => return (Outcome::of_io(&e), None, None),
+        };
         let outcome = match complete(&buf) {
             Some(Ok(status)) if (200..300).contains(&status) => Outcome::Ok,
-            Some(Ok(503)) => return (Outcome::Refused, refused_for(&buf)),
+            Some(Ok(503)) => return (Outcome::Refused, refused_for(&buf), None),
             Some(Ok(_)) => Outcome::Status,
             Some(Err(())) => Outcome::ClosedEarly,
             None if buf.len() > 1 << 20 => Outcome::ClosedEarly,
             None => continue,
         };
-        return (outcome, None);
+        return (outcome, None, arrived);
+    }
+}
+
+/// Reads what `stream` holds into `chunk` (one `recvmsg`, when it is
+/// readable), with the kernel's timestamp of the last bytes read: when they
+/// reached the socket, whatever the client was doing then.
+async fn read_stamped(stream: &TcpStream, chunk: &mut [u8]) -> std::io::Result<(usize, Option<SystemTime>)> {
+    loop {
+        stream.readable().await?;
+        let read = stream.try_io(Interest::READABLE, || {
+            let mut iov = [std::io::IoSliceMut::new(chunk)];
+            let mut space = nix::cmsg_space!(nix::sys::time::TimeSpec);
+            let message = recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::empty())
+                .map_err(std::io::Error::from)?;
+            let stamp = message.cmsgs().ok().and_then(|mut all| {
+                all.find_map(|c| match c {
+                    ControlMessageOwned::ScmTimestampns(t) => u64::try_from(t.tv_sec())
+                        .ok()
+                        .map(|s| SystemTime::UNIX_EPOCH + Duration::new(s, t.tv_nsec() as u32)),
+                    _ => None,
+                })
+            });
+            Ok((message.bytes, stamp))
+        });
+        match read {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            other => return other,
+        }
     }
 }
 
@@ -486,6 +564,22 @@ mod tests {
         // Not loopback: the kernel chooses, whatever the count.
         assert_eq!(source("10.0.0.1:80".parse().unwrap(), 7, 3), None);
         assert_eq!(source("[::1]:80".parse().unwrap(), 7, 3), None);
+    }
+
+    #[test]
+    fn the_slowest_answer_splits_into_its_arrival_and_its_wait_unread() {
+        // The slowest (6200 ms) reached the socket at 5100 ms: 1100 ms unread, the client's.
+        let mut load = StepLoad {
+            ok_ms: vec![5010.0, 6200.0, 5050.0],
+            ok_arrived_ms: vec![Some(5005.0), Some(5100.0), None],
+            ..StepLoad::default()
+        };
+        load.settle_arrivals();
+        assert_eq!((load.slowest_arrived_ms, load.unread_max_ms), (Some(5100.0), Some(1100.0)));
+        // The slowest without a stamp: its arrival is not known, the others' waits still are.
+        load.ok_arrived_ms[1] = None;
+        load.settle_arrivals();
+        assert_eq!((load.slowest_arrived_ms, load.unread_max_ms), (None, Some(5.0)));
     }
 
     #[test]
