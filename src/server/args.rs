@@ -11,7 +11,7 @@ use clap::Args;
 use tokio::net::TcpListener;
 
 use super::actors::ActorLimits;
-use super::config::{DEFAULT_ADMISSION_RESERVE_PERCENT, ServeConfig, WorkerSlot, available_cores};
+use super::config::{ServeConfig, WorkerSlot, available_cores};
 use super::model::{AdmissionMode, DEFAULT_POOL_THREADS, Model};
 use super::runtime::build_runtime;
 use super::workers;
@@ -130,10 +130,11 @@ pub struct ServeArgs {
     #[arg(long, value_enum, value_name = "auto|off")]
     pub admission: Option<AdmissionMode>,
 
-    /// Percent of the memory cap admission control keeps free.
-    #[arg(long, default_value_t = DEFAULT_ADMISSION_RESERVE_PERCENT,
-          value_parser = clap::value_parser!(u8).range(1..=90), value_name = "PERCENT")]
-    pub admission_reserve: u8,
+    /// Percent of the memory cap admission control keeps free, for what admitted
+    /// connections still grow by and the churn of refusing [default: 20 for reactive, whose
+    /// connections grow most once their request comes; 10 for the rest].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=90), value_name = "PERCENT")]
+    pub admission_reserve: Option<u8>,
 
     /// Worker processes sharing the listening port (SO_REUSEPORT), each with --workers
     /// threads, under one supervisor that prints one 'listening on' line, stops them all on
@@ -180,7 +181,9 @@ impl ServeArgs {
             accept_count: self.accept_count.unwrap_or(self.model.default_accept_count()),
             header_timeout: self.header_timeout,
             admission: self.admission.unwrap_or(self.model.default_admission()),
-            admission_reserve_percent: self.admission_reserve,
+            admission_reserve_percent: self
+                .admission_reserve
+                .unwrap_or(self.model.default_admission_reserve()),
             processes: self.worker.map_or(usize::from(self.processes), |slot| slot.of),
             worker: self.worker,
         })
@@ -288,6 +291,10 @@ mod tests {
         assert_eq!(c.admission, AdmissionMode::Auto);
         let c = serve(&["--model", "lean", "--processes", "4"]).unwrap().config().unwrap();
         assert_eq!((c.processes, c.admission_reserve_percent), (4, 10));
+        let c = serve(&["--model", "reactive"]).unwrap().config().unwrap();
+        assert_eq!(c.admission_reserve_percent, 20, "reactive keeps a fifth free");
+        let c = serve(&["--model", "reactive", "--admission-reserve", "12"]).unwrap().config().unwrap();
+        assert_eq!(c.admission_reserve_percent, 12);
         let e = serve(&["--model", "reactive", "--processes", "2"]).unwrap().config().unwrap_err();
         assert!(e.contains("--processes applies to --model lean only"), "{e}");
         let c = serve(&["--model", "lean", "--worker", "2/3"]).unwrap().config().unwrap();

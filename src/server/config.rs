@@ -103,7 +103,7 @@ impl Default for ServeConfig {
             accept_count: LISTEN_BACKLOG,
             header_timeout: HEADER_TIMEOUT,
             admission: AdmissionMode::Off,
-            admission_reserve_percent: DEFAULT_ADMISSION_RESERVE_PERCENT,
+            admission_reserve_percent: model::DEFAULT_ADMISSION_RESERVE_PERCENT,
             processes: 1,
             worker: None,
         }
@@ -118,15 +118,6 @@ pub fn available_cores() -> usize {
 /// How long a client may take to send a request head, unless
 /// `--header-timeout` says otherwise (hyper's default, nginx's is 60 s).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Percent of the memory cap admission control keeps free unless
-/// `--admission-reserve` says otherwise: room for what admitted connections
-/// still grow by after the reading that admitted them, for the churn of
-/// refusing a burst, and for the server's own bursts (a `/metrics` text, a
-/// worker thread's buffers); see [`super::budget`]. At 6 %, 30,000 connects
-/// against lean's two workers in 50 MiB took the cgroup to 0.3 MiB of its
-/// cap; at 10 % (5 MiB of 50), 2 MiB.
-pub const DEFAULT_ADMISSION_RESERVE_PERCENT: u8 = 10;
 
 /// The labels of `blocklab_info` every model shares: the model and its limits.
 pub fn model_info(config: &ServeConfig) -> Vec<(&'static str, String)> {

@@ -60,6 +60,18 @@ impl Model {
         }
     }
 
+    /// Percent of the memory cap admission control keeps free unless
+    /// `--admission-reserve` says otherwise: [`REACTIVE_ADMISSION_RESERVE_PERCENT`]
+    /// for `reactive`, whose admitted connections grow the most after the
+    /// reading that admitted them, [`DEFAULT_ADMISSION_RESERVE_PERCENT`] for
+    /// the rest.
+    pub fn default_admission_reserve(self) -> u8 {
+        match self {
+            Model::Reactive => REACTIVE_ADMISSION_RESERVE_PERCENT,
+            _ => DEFAULT_ADMISSION_RESERVE_PERCENT,
+        }
+    }
+
     /// The listen backlog unless `--accept-count` says otherwise: Tomcat's
     /// `acceptCount` for `pool`, [`LISTEN_BACKLOG`] for the rest.
     pub fn default_accept_count(self) -> u32 {
@@ -106,3 +118,23 @@ pub const DEFAULT_POOL_THREADS: usize = 200;
 /// retried a second later — a 1 s "max response time" that is the listen
 /// queue, not the server. Linux caps it at `net.core.somaxconn`.
 pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Percent of the memory cap admission control keeps free unless
+/// `--admission-reserve` says otherwise: room for what admitted connections
+/// still grow by after the reading that admitted them, for the churn of
+/// refusing a burst, and for the server's own bursts (a `/metrics` text, a
+/// worker thread's buffers); see [`super::budget`]. At 6 %, 30,000 connects
+/// against lean's two workers in 50 MiB took the cgroup to 0.3 MiB of its
+/// cap; at 10 % (5 MiB of 50), 2 MiB.
+pub const DEFAULT_ADMISSION_RESERVE_PERCENT: u8 = 10;
+
+/// `reactive`'s reserve: twice the default. Its connections are admitted
+/// idle and grow by several KiB each when their request comes (hyper's
+/// buffers, the request's task), and after a level whose requests reused
+/// memory an earlier level left (about 32 MiB held between levels here),
+/// what a request adds reads low. In the main job of 2026-12-07 it held 2000,
+/// then admitted 2329 of 5000 within a 10 % reserve and was OOM-killed;
+/// sweeps that admitted 1370–2142 there lived, the highest at 43.9 MiB of
+/// 50. A fifth of the cap keeps about 2000 such connections' misprojection
+/// (~2 KiB each) under the cap.
+pub const REACTIVE_ADMISSION_RESERVE_PERCENT: u8 = 20;

@@ -180,7 +180,7 @@ pub fn lean_processes(plan: &SweepPlan, level: usize, descriptor_limit: Option<u
 /// cap less the share it keeps free (`serve --admission-reserve`, whose
 /// default the sweep's targets run with).
 fn admission_budget(cap: u64) -> u64 {
-    cap - cap / 100 * u64::from(crate::server::config::DEFAULT_ADMISSION_RESERVE_PERCENT)
+    cap - cap / 100 * u64::from(crate::server::model::Model::Lean.default_admission_reserve())
 }
 
 /// The descriptor limit of a running target: the highest soft
