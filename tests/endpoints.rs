@@ -194,7 +194,25 @@ async fn metrics_of(model: Model) {
     for endpoint in DATA {
         assert_eq!(get(server.addr(), &format!("{}?id=5", endpoint.path())).await.status, 200);
     }
-    let reply = get(server.addr(), "/metrics").await;
+    // A server counts a request once its answer is written, so a client that has read the
+    // answer may ask before it is counted (a thread preempted between the two): ask again
+    // for up to 5 s until every data endpoint's request shows.
+    let counted = |text: &str| {
+        DATA.iter().all(|e| {
+            text.contains(&format!(
+                "blocklab_http_requests_total{{endpoint=\"{}\",code=\"200\"}} 1",
+                e.path()
+            ))
+        })
+    };
+    let mut reply = get(server.addr(), "/metrics").await;
+    for _ in 0..50 {
+        if counted(&reply.body) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        reply = get(server.addr(), "/metrics").await;
+    }
     assert_eq!(reply.status, 200);
     assert!(reply.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
     let text = reply.body;
