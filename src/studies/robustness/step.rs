@@ -392,14 +392,12 @@ pub async fn probe(addr: SocketAddr, host: &str, path: &str, limit: Duration) ->
     }
 }
 
-/// Sends the request and reads one whole response: how it ended, and for a
-/// refusal the reason the server gave. A connection the server has already
-/// closed, before anything was sent on it, is a refusal: the server cannot
-/// have read the request (admission control past its descriptors accepts
-/// and closes at once).
-/// Sends `request` on `stream` and reads the answer: how it ended, the
-/// server's reason for a refusal, and when the answer's last bytes reached
-/// the socket (the kernel's timestamp; `None` if it gave none).
+/// Sends the request and reads one whole response: how it ended, for a
+/// refusal the reason the server gave, and for an answer when its last bytes
+/// reached the socket (the kernel's timestamp; `None` if it gave none). A
+/// connection the server has already closed, before anything was sent on
+/// it, is a refusal: the server cannot have read the request (admission
+/// control past its descriptors accepts and closes at once).
 async fn exchange(
     mut stream: TcpStream,
     request: &[u8],
