@@ -101,12 +101,8 @@ fn when_admitted(addr: SocketAddr, path: &str) -> (String, usize) {
 
 #[test]
 fn lean_in_a_small_cgroup_refuses_past_its_budget_and_lives() {
-    if let Err(why) = cgroup::available() {
-        panic!("this test needs a memory cgroup of its own (run as root): {why}");
-    }
     const CAP: u64 = 12 << 20;
-    let cgroup = MemoryCgroup::create(&format!("blocklab-test-admission-{}", std::process::id()), Some(CAP))
-        .expect("a memory cgroup");
+    let cgroup = memory_cgroup("lean", CAP);
     let mut command = common::blocklab();
     command.args(["serve", "--listen", "127.0.0.1:0", "--nodes", "100", "--model", "lean", "--workers", "1"]);
     let server = Listening::start(cgroup.wrap(&command));
@@ -170,15 +166,17 @@ fn connect_all_then_send(addr: SocketAddr, n: usize, ms: u64) -> Level {
     level
 }
 
-#[test]
-fn reactive_admits_idle_connections_at_what_they_cost_busy_and_lives() {
+/// A memory cgroup of this test's own, named for `what`, capped at `cap`.
+fn memory_cgroup(what: &str, cap: u64) -> MemoryCgroup {
     if let Err(why) = cgroup::available() {
         panic!("this test needs a memory cgroup of its own (run as root): {why}");
     }
-    const CAP: u64 = 24 << 20;
-    let cgroup =
-        MemoryCgroup::create(&format!("blocklab-test-admission-busy-{}", std::process::id()), Some(CAP))
-            .expect("a memory cgroup");
+    MemoryCgroup::create(&format!("blocklab-test-admission-{what}-{}", std::process::id()), Some(cap))
+        .expect("a memory cgroup")
+}
+
+/// `serve --model reactive` with one HTTP thread in `cgroup`.
+fn reactive_in(cgroup: &MemoryCgroup) -> Listening {
     let mut command = common::blocklab();
     command.args([
         "serve",
@@ -191,7 +189,14 @@ fn reactive_admits_idle_connections_at_what_they_cost_busy_and_lives() {
         "--workers",
         "1",
     ]);
-    let server = Listening::start(cgroup.wrap(&command));
+    Listening::start(cgroup.wrap(&command))
+}
+
+#[test]
+fn reactive_admits_idle_connections_at_what_they_cost_busy_and_lives() {
+    const CAP: u64 = 24 << 20;
+    let cgroup = memory_cgroup("busy", CAP);
+    let server = reactive_in(&cgroup);
     // A level that fits teaches the budget what a busy connection costs.
     let first = connect_all_then_send(server.addr, 600, 1500);
     assert_eq!((first.ok, first.refused), (600, 0), "a level that fits: {first:?}");
@@ -210,6 +215,33 @@ fn reactive_admits_idle_connections_at_what_they_cost_busy_and_lives() {
     let busy = metric(&text, "blocklab_admission_busy_connection_cost_bytes");
     let idle = metric(&text, "blocklab_admission_connection_cost_bytes");
     assert!(busy > 0.0 && idle > 0.0, "costs learned: idle {idle}, busy {busy}");
+    let (got, _) = when_admitted(server.addr, "/test");
+    assert!(got.starts_with("HTTP/1.1 200"), "/test after the crowd: {got:?}");
+    assert_eq!(cgroup.oom_kills(), 0);
+}
+
+#[test]
+fn reactive_refuses_requests_past_its_line_when_admitted_connections_grow_more_than_projected() {
+    const CAP: u64 = 24 << 20;
+    let cgroup = memory_cgroup("line", CAP);
+    let server = reactive_in(&cgroup);
+    // A fresh process has learned no request's cost: it admits the idle
+    // connections of its first burst at what they cost idle, and their
+    // requests then take more than the budget's reserve holds.
+    // Without the line the server was OOM-killed here (measured).
+    let level = connect_all_then_send(server.addr, 3000, 1500);
+    let counts = format!("{} answered, {} refused, {} other", level.ok, level.refused, level.other.len());
+    assert_eq!(cgroup.oom_kills(), 0, "the server was OOM-killed: {counts}");
+    assert!(
+        level.other.is_empty(),
+        "neither answered nor refused: {:?}",
+        &level.other[..level.other.len().min(5)]
+    );
+    let (text, _) = metrics_when_admitted(server.addr);
+    let at_request = metric(&text, "blocklab_connections_refused_total{reason=\"memory_at_request\"}");
+    let at_accept = metric(&text, "blocklab_connections_refused_total{reason=\"memory\"}");
+    assert!(at_request > 0.0, "no request met the line: {counts}, {at_accept} refused at accept");
+    assert!(level.ok >= 300, "{counts}");
     let (got, _) = when_admitted(server.addr, "/test");
     assert!(got.starts_with("HTTP/1.1 200"), "/test after the crowd: {got:?}");
     assert_eq!(cgroup.oom_kills(), 0);

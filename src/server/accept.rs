@@ -14,22 +14,34 @@
 //!   the client sees a refusal at once instead of a connect that hangs in
 //!   the accept queue. Refusals are counted by reason
 //!   (`blocklab_connections_refused_total`).
+//! - Under the hyper models (reactive, pool, thread) with `--admission auto`,
+//!   each request on an admitted connection meets the memory budget's
+//!   request line too ([`MemoryBudget::admit_request`], [`Guarded`]): past
+//!   it, a 503 and the connection closed. `/metrics` always answers.
 
+use std::convert::Infallible;
 use std::fs::File;
-use std::future::Future;
+use std::future::{Future, Ready};
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use axum::extract::Request;
+use axum::http::{HeaderName, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
+use futures_util::future::Either;
+use hyper::body::Incoming;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::app::App;
 use super::budget::MemoryBudget;
 use super::capacity::Refusal;
 use super::config::ServeConfig;
+use super::endpoint::Endpoint;
 use super::metrics::Metrics;
 use super::model::AdmissionMode;
 
@@ -37,6 +49,13 @@ use super::model::AdmissionMode;
 /// written before the request is read, and the connection closed after it.
 /// `x-refused-for` names the reason, so a client (the sweep's) can count
 /// refusals by it across every worker process.
+/// The body of every refusal.
+macro_rules! refusal_body {
+    () => {
+        "{\"error\":\"over capacity; retry in a second\"}"
+    };
+}
+
 macro_rules! refused {
     ($why:literal) => {
         concat!(
@@ -49,7 +68,7 @@ macro_rules! refused {
             "content-length: 44\r\n",
             "connection: close\r\n",
             "\r\n",
-            "{\"error\":\"over capacity; retry in a second\"}"
+            refusal_body!()
         )
         .as_bytes()
     };
@@ -60,6 +79,50 @@ fn refused(why: Refusal) -> &'static [u8] {
     match why {
         Refusal::Memory => refused!("memory"),
         Refusal::Descriptors => refused!("descriptors"),
+        Refusal::MemoryAtRequest => refused!("memory_at_request"),
+    }
+}
+
+/// The service hyper serves on each admitted connection: `app`, behind the
+/// memory budget's request line when there is a budget.
+#[derive(Clone)]
+pub struct Guarded {
+    app: App,
+    admission: Admission,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Guarded {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<
+        Ready<Result<Response, Infallible>>,
+        <App as hyper::service::Service<Request<Incoming>>>::Future,
+    >;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        let refuse = match &self.admission.budget {
+            Some(budget) => {
+                Endpoint::from_path(request.uri().path()) != Endpoint::Metrics && !budget.admit_request()
+            }
+            None => false,
+        };
+        if !refuse {
+            return Either::Right(self.app.call(request));
+        }
+        self.admission.metrics.capacity.refused(Refusal::MemoryAtRequest);
+        // The connection header makes hyper close the connection once the
+        // answer is written, and so free what it held.
+        let answer = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [
+                (header::RETRY_AFTER, "1"),
+                (HeaderName::from_static("x-refused-for"), Refusal::MemoryAtRequest.name()),
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CONNECTION, "close"),
+            ],
+            refusal_body!(),
+        );
+        Either::Left(std::future::ready(Ok(answer.into_response())))
     }
 }
 
@@ -88,6 +151,12 @@ impl Drop for Ticket {
 }
 
 impl Admission {
+    /// The service for each connection this admission admits: `app`, each
+    /// request refused past the memory budget's request line.
+    pub fn guard(&self, app: App) -> Guarded {
+        Guarded { app, admission: self.clone() }
+    }
+
     /// At most `max_connections` open at once (`None`: no limit), no other
     /// admission control.
     pub fn new(max_connections: Option<usize>, metrics: Arc<Metrics>) -> Admission {

@@ -52,6 +52,18 @@
 //!   before it is closed, and the slab pages it used stay charged a while.
 //!   In a burst of 30,000 connects against 50 MiB that churn raised the
 //!   peak to about 1.6 times the steady usage of the connections held.
+//! - **When the projection errs, the request meets a line**
+//!   ([`MemoryBudget::admit_request`]): under the hyper models a request is
+//!   admitted too, while the live memory (read at most a millisecond
+//!   before), plus what the requests admitted since that reading add, stays
+//!   under the budget plus half the reserve. Past it the request is
+//!   answered 503 and its connection closed, which frees what the
+//!   connection held. The projection's error is what killed `reactive`:
+//!   after a level whose requests reused memory the one before had left,
+//!   it admitted 2329 of 5000 connections on figures that read low, and
+//!   their requests took the cgroup to its cap (the main job of
+//!   2026-12-07). A request is checked where its cost is paid, so no figure
+//!   learned from an earlier level decides it.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -82,9 +94,11 @@ pub struct MemoryBudget {
     cache_field: &'static str,
     limit: u64,
     budget: u64,
+    /// The budget and half the reserve: the line a request meets.
+    request_line: u64,
     metrics: Arc<Metrics>,
-    /// A std Mutex, not a Tokio one: only the accept loop takes it, and
-    /// never across an await.
+    /// A std Mutex, not a Tokio one: taken by the accept loop and by each
+    /// request's admission, never across an await.
     readings: Mutex<Readings>,
 }
 
@@ -94,6 +108,8 @@ struct Readings {
     read_at: Instant,
     /// Connections admitted since that reading.
     admitted_since: u64,
+    /// Requests admitted since that reading.
+    requests_since: u64,
     /// Inactive page cache at the last `memory.stat` reading.
     cache: u64,
     cache_at: Instant,
@@ -152,6 +168,7 @@ impl MemoryBudget {
             live: 0,
             read_at: now,
             admitted_since: 0,
+            requests_since: 0,
             cache: 0,
             cache_at: now,
             idle: u64::MAX,
@@ -170,6 +187,7 @@ impl MemoryBudget {
             cache_field: files.cache_field,
             limit,
             budget,
+            request_line: budget + (limit - budget) / 2,
             metrics,
             readings: Mutex::new(readings),
         };
@@ -196,6 +214,29 @@ impl MemoryBudget {
     /// Whether one more connection fits beside those open in this process
     /// now; counts it as admitted if so.
     pub fn admit(&self) -> bool {
+        self.admit_if(|readings, alive| fits(readings, alive, self.budget), |r| &mut r.admitted_since)
+    }
+
+    /// Whether a request that came on an admitted connection fits: the last
+    /// reading, plus what each request admitted since it adds (here, times
+    /// the workers alive), under the budget and half the reserve; counts it
+    /// as admitted if so.
+    pub fn admit_request(&self) -> bool {
+        self.admit_if(
+            |readings, alive| request_fits(readings, alive, self.request_line),
+            |r| &mut r.requests_since,
+        )
+    }
+
+    /// Whether `fits` (given the readings and the workers alive) on a
+    /// reading at most a millisecond old, and never refusing on an older
+    /// one: memory may have been freed since. Adds one to what `since`
+    /// counts when it does.
+    fn admit_if(
+        &self,
+        fits: impl Fn(&Readings, u64) -> bool,
+        since: impl FnOnce(&mut Readings) -> &mut u64,
+    ) -> bool {
         let mut readings = self.lock();
         let alive = self.metrics.capacity.processes_alive();
         let mut fresh = false;
@@ -203,12 +244,11 @@ impl MemoryBudget {
             self.read(&mut readings);
             fresh = true;
         }
-        if !fits(&readings, alive, self.budget) && !fresh {
-            // Never refuse on an old reading: memory may have been freed.
+        if !fits(&readings, alive) && !fresh {
             self.read(&mut readings);
         }
-        if fits(&readings, alive, self.budget) {
-            readings.admitted_since += 1;
+        if fits(&readings, alive) {
+            *since(&mut readings) += 1;
             true
         } else {
             false
@@ -244,6 +284,7 @@ impl MemoryBudget {
             // The cgroup went away under us: admit as if there were no cap.
             readings.read_at = now;
             readings.admitted_since = 0;
+            readings.requests_since = 0;
             readings.live = 0;
             return;
         };
@@ -259,6 +300,7 @@ impl MemoryBudget {
         readings.live = live;
         readings.read_at = now;
         readings.admitted_since = 0;
+        readings.requests_since = 0;
         if open_here == 0 {
             readings.idle = readings.idle.min(live);
         }
@@ -393,6 +435,16 @@ fn fits(readings: &Readings, alive: u64, budget: u64) -> bool {
     readings.live.saturating_add(growth).saturating_add(since) <= budget
 }
 
+/// Whether one more request fits: the last reading, plus what each request
+/// admitted since it (here, times the `alive` workers) adds to its
+/// connection, under `line`. Nothing projects for the connections still
+/// idle: each request is checked when it comes.
+fn request_fits(readings: &Readings, alive: u64, line: u64) -> bool {
+    let adds = busy_cost(readings).saturating_sub(readings.idle_cost);
+    let since = (readings.requests_since + 1).saturating_mul(alive).saturating_mul(adds);
+    readings.live.saturating_add(since) <= line
+}
+
 /// A cgroup file's number, read again from offset 0.
 fn read_number_at(file: &File) -> Option<u64> {
     let mut buf = [0u8; 32];
@@ -451,6 +503,7 @@ mod tests {
             live,
             read_at: now,
             admitted_since,
+            requests_since: 0,
             cache: 0,
             cache_at: now,
             idle: 100,
@@ -485,6 +538,28 @@ mod tests {
         assert!(!fits(&readings(500, 4, 125), 1, 1_000));
         // Two workers admit alike: each counts the other's admissions too.
         assert!(!fits(&readings(500, 4, 100), 2, 1_000));
+    }
+
+    #[test]
+    fn a_request_counts_what_the_requests_admitted_since_the_reading_add() {
+        // Idle 4, busy 10: each request adds 6.
+        let mut r = readings(900, 4, 0);
+        r.busy_cost = 10;
+        // 900 + 6 for this one fits 906, not 905.
+        assert!(request_fits(&r, 1, 906));
+        assert!(!request_fits(&r, 1, 905));
+        // Ten admitted since the reading: 900 + 11 x 6.
+        r.requests_since = 10;
+        assert!(request_fits(&r, 1, 966));
+        assert!(!request_fits(&r, 1, 965));
+        // Two workers admit alike.
+        assert!(!request_fits(&r, 2, 966));
+        // Connections still idle project nothing here: their requests are
+        // checked when they come.
+        r.open_idle = 1_000;
+        assert!(request_fits(&r, 1, 966));
+        // Past the line, nothing fits, whatever is learned.
+        assert!(!request_fits(&readings(1_001, 0, 0), 1, 1_000));
     }
 
     #[test]

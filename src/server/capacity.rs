@@ -17,17 +17,22 @@ pub enum Refusal {
     /// `accept` failed for lack of descriptors (EMFILE, ENFILE); the one kept
     /// in reserve accepted it to close it.
     Descriptors,
+    /// A request came on an admitted connection while the cgroup's live
+    /// memory was past the budget and half the reserve: answered 503 and
+    /// the connection closed (the hyper models only).
+    MemoryAtRequest,
 }
 
 impl Refusal {
     /// Every reason, in the order of [`Capacity`]'s counters.
-    pub const ALL: [Refusal; 2] = [Refusal::Memory, Refusal::Descriptors];
+    pub const ALL: [Refusal; 3] = [Refusal::Memory, Refusal::Descriptors, Refusal::MemoryAtRequest];
 
     /// The `reason` label.
     pub fn name(self) -> &'static str {
         match self {
             Refusal::Memory => "memory",
             Refusal::Descriptors => "descriptors",
+            Refusal::MemoryAtRequest => "memory_at_request",
         }
     }
 
@@ -102,7 +107,9 @@ impl Capacity {
              control (--admission auto), by reason: memory (admitting it would take the cgroup's \
              live memory past blocklab_admission_memory_budget_bytes) or descriptors (accept \
              failed with EMFILE and the descriptor kept in reserve took the connection to close \
-             it). Not in blocklab_connections_accepted_total. Rising while the server answers \
+             it) or memory_at_request (reactive, pool and thread: a request came on an admitted \
+             connection while the live memory, with the requests admitted since the reading, was \
+             past the budget and half the reserve; answered 503 and the connection closed). Not in blocklab_connections_accepted_total. Rising while the server answers \
              /test: it degrades by refusing instead of being killed.",
         );
         for why in Refusal::ALL {

@@ -196,8 +196,9 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     admission
         .accept_until(&listener, shutdown, |stream, peer, ticket| {
-            // The app is hyper's service itself: see `app.rs` on why.
-            let service = app.clone();
+            // The app is hyper's service itself (see `app.rs` on why), behind
+            // the memory budget's request line.
+            let service = admission.guard(app.clone());
             let connection = http1::Builder::new()
                 .timer(ConnectionTimer::new())
                 .keep_alive(true)

@@ -149,7 +149,8 @@ pub fn markdown(results: &SweepResults) -> String {
         md,
         "Success: 2xx within the timeout. Refused: a 503 (admission control's answer) or a connection closed \
          before its request was sent, with the reason the server gave in brackets (blocklab's x-refused-for \
-         header: memory or descriptors; unstated: a 503 without it; closed: the close); refused within: the slowest refusal from its send. Timed out: no whole \
+         header: memory or descriptors at accept, memory_at_request for a request that came on an admitted \
+         connection past the memory line; unstated: a 503 without it; closed: the close); refused within: the slowest refusal from its send. Timed out: no whole \
          answer (or no connection) within the timeout. Other failures: connect refused (ECONNREFUSED), reset, \
          closed early, another status, the client's own. Response times of the successes, from the send to the \
          whole response. Sent over: the first request sent to the last (JMeter starts its threads one by \
