@@ -6,7 +6,8 @@ use std::process::ExitCode;
 // that off the profile (glibc's arenas were growing and trimming their heap).
 // It is built without transparent huge pages (Cargo.toml, feature no_thp), so
 // that a thread costs what the thread needs, not a 2 MiB huge page: study 2
-// measures exactly that. A bench build with the feature count-allocations
+// measures exactly that. Under admission control in a memory cap, the hyper
+// models return freed memory at once (src/server/budget.rs). A bench build with the feature count-allocations
 // counts allocations instead (src/server/allocations.rs).
 #[cfg(not(feature = "count-allocations"))]
 #[global_allocator]

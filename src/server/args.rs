@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -194,6 +195,16 @@ impl ServeArgs {
 /// until SIGINT or SIGTERM, drain, exit.
 pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = args.config().map_err(Failure::Usage)?;
+    if super::budget::purge_at_once(config.model, config.admission) {
+        // The same process (its pid, cgroup and limits), started again with
+        // mimalloc returning freed memory at once: see budget.rs. exec
+        // returns only when it fails, and then this process serves as it is.
+        let error = std::process::Command::new(std::env::current_exe().context("finding this program")?)
+            .args(std::env::args_os().skip(1))
+            .env(super::budget::PURGE_DELAY_VAR, "0")
+            .exec();
+        tracing::warn!(%error, "could not start again with freed memory returned at once; serving as is");
+    }
     if config.processes > 1 && config.worker.is_none() {
         return workers::supervise(&config, args.listen, worker_argv);
     }

@@ -71,7 +71,9 @@ pub fn run(plan: &SweepPlan, interrupt: &AtomicBool) -> anyhow::Result<SweepResu
         levels: plan.levels.clone(),
         placement: plan.placement.clone(),
         jvm_opts: plan.jvm_opts.clone(),
-        allocator: "mimalloc, built without transparent huge pages (feature no_thp)".to_string(),
+        allocator: "mimalloc, built without transparent huge pages (feature no_thp); reactive, under \
+                    admission control in its cap, returns freed memory at once (MIMALLOC_PURGE_DELAY=0)"
+            .to_string(),
         warnings,
         descriptor_limit,
         machine: crate::harness::conditions::machine(),
