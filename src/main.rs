@@ -7,8 +7,9 @@ use std::process::ExitCode;
 // It is built without transparent huge pages (Cargo.toml, feature no_thp), so
 // that a thread costs what the thread needs, not a 2 MiB huge page: study 2
 // measures exactly that. Under admission control in a memory cap, the hyper
-// models return freed memory at once (src/server/budget.rs). A bench build with the feature count-allocations
-// counts allocations instead (src/server/allocations.rs).
+// models return freed memory at once (src/server/budget.rs). A bench build
+// with the feature count-allocations counts allocations instead
+// (src/server/allocations.rs).
 #[cfg(not(feature = "count-allocations"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -45,10 +45,6 @@ use super::endpoint::Endpoint;
 use super::metrics::Metrics;
 use super::model::AdmissionMode;
 
-/// The whole answer to a connection refused for `$why` ([`Refusal::name`]):
-/// written before the request is read, and the connection closed after it.
-/// `x-refused-for` names the reason, so a client (the sweep's) can count
-/// refusals by it across every worker process.
 /// The body of every refusal.
 macro_rules! refusal_body {
     () => {
@@ -56,6 +52,10 @@ macro_rules! refusal_body {
     };
 }
 
+/// The whole answer to a connection refused for `$why` ([`Refusal::name`]):
+/// written before the request is read, and the connection closed after it.
+/// `x-refused-for` names the reason, so a client (the sweep's) can count
+/// refusals by it across every worker process.
 macro_rules! refused {
     ($why:literal) => {
         concat!(
@@ -100,12 +100,10 @@ impl hyper::service::Service<Request<Incoming>> for Guarded {
     >;
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
-        let refuse = match &self.admission.budget {
-            Some(budget) => {
-                Endpoint::from_path(request.uri().path()) != Endpoint::Metrics && !budget.admit_request()
-            }
-            None => false,
-        };
+        // The path is looked at only for a refusal: /metrics always answers.
+        let refuse = self.admission.budget.as_ref().is_some_and(|budget| {
+            !budget.admit_request() && Endpoint::from_path(request.uri().path()) != Endpoint::Metrics
+        });
         if !refuse {
             return Either::Right(self.app.call(request));
         }

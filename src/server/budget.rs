@@ -165,11 +165,7 @@ impl MemoryBudget {
     /// cap free; `Ok(None)` when the cgroup has no memory cap.
     pub fn of_own_cgroup(reserve_percent: u8, metrics: Arc<Metrics>) -> Result<Option<MemoryBudget>, String> {
         let files = own_cgroup_files()?;
-        let limit = match std::fs::read_to_string(files.dir.join(files.limit)) {
-            Ok(text) => parse_limit(&text),
-            Err(e) => return Err(format!("cannot read {}: {e}", files.dir.join(files.limit).display())),
-        };
-        let Some(limit) = limit else { return Ok(None) };
+        let Some(limit) = files.limit()? else { return Ok(None) };
         let usage_path = files.dir.join(files.usage);
         let usage =
             File::open(&usage_path).map_err(|e| format!("cannot open {}: {e}", usage_path.display()))?;
@@ -468,11 +464,17 @@ pub fn purge_at_once(model: Model, admission: AdmissionMode) -> bool {
     model != Model::Lean
         && admission == AdmissionMode::Auto
         && std::env::var_os(PURGE_DELAY_VAR).is_none()
-        && own_cgroup_files()
-            .ok()
-            .and_then(|files| std::fs::read_to_string(files.dir.join(files.limit)).ok())
-            .and_then(|text| parse_limit(&text))
-            .is_some()
+        && own_cgroup_files().and_then(|files| files.limit()).is_ok_and(|limit| limit.is_some())
+}
+
+impl CgroupFiles {
+    /// The cgroup's memory cap; `None` when it has none.
+    fn limit(&self) -> Result<Option<u64>, String> {
+        let path = self.dir.join(self.limit);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Ok(parse_limit(&text))
+    }
 }
 
 /// A cgroup file's number, read again from offset 0.
