@@ -36,6 +36,12 @@ scripts/neo4j, which escalates too) and wipes its Neo4j store, also on Ctrl-C.
     bench/study1-seed-stack.py                     # 3 rounds, ~15-25 minutes
     bench/study1-seed-stack.py --all --rounds 5 --warm 180 --json study1.json
     bench/study1-seed-stack.py --lean                      # blocklab under lean as well
+    bench/study1-seed-stack.py --rounds 2 --db-rtt 1       # the database 1 ms away (Toxiproxy)
+
+With --db-rtt MS, after Neo4j is seeded and warmed directly, Toxiproxy (peers/toxiproxy,
+pinned with Neo4j) stands between Neo4j and every process measured from then on (both
+servers and the ceiling client), with a latency toxic of half the round trip each way
+(whole milliseconds: the odd one on the answers), as `blocklab bench --db-rtt` does.
 """
 
 import argparse
@@ -57,6 +63,9 @@ NEO4J = os.path.join(ROOT, "scripts", "neo4j")
 LOCAL = os.path.join(ROOT, ".local", "peers")
 PLAY_OUT = os.path.join(LOCAL, "play")
 CEILING_OUT = os.path.join(LOCAL, "neo4j-ceiling")
+TOXIPROXY_OUT = os.path.join(LOCAL, "toxiproxy")
+# Processes never frozen while another is measured: the link every read crosses.
+NEVER_FROZEN = {"toxiproxy"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 ENDPOINTS = ["/test", "/getData", "/getDataAsync", "/getDataAsync2", "/getDataAkka",
@@ -153,7 +162,8 @@ class Stack:
         (2026-12-05, this script, two rounds each): blocklab's server CPU per /getDataAsync
         read 45-47 µs beside the idle Play and ceiling JVMs, 29-33 µs with them frozen, and
         31-37 µs by hand with nothing else on its core; Play's 106-128 µs either way."""
-        frozen = [n for n in self.procs if n not in running and self.procs[n].poll() is None]
+        frozen = [n for n in self.procs
+                  if n not in running and n not in NEVER_FROZEN and self.procs[n].poll() is None]
         for name in frozen:
             self.signal_group(name, signal.SIGSTOP)
         try:
@@ -211,6 +221,9 @@ def build(args):
     run([NEO4J, "build"])
     run([os.path.join(ROOT, "peers", "play", "build"), PLAY_OUT])
     run([os.path.join(ROOT, "peers", "neo4j-ceiling", "build"), CEILING_OUT])
+    if args.db_rtt:
+        log("building Toxiproxy (Go, offline when resolved)")
+        run([os.path.join(ROOT, "peers", "toxiproxy", "build"), TOXIPROXY_OUT])
     if args.ab and not shutil.which("ab"):
         if os.geteuid() == 0 and shutil.which("apt-get"):
             log("installing ab (apt-get install apache2-utils)")
@@ -263,6 +276,42 @@ class Bench:
             raise Fail(f"Neo4j's pid {pid} is '{comm}', not the JVM: its CPU could not be read")
         self.neo4j_pid = pid
         log(f"  {r.stderr.strip()}")
+
+    def open_link(self, rtt_ms):
+        """Toxiproxy between Neo4j and everything measured from now on, with `rtt_ms` on the
+        link (half each way, the odd millisecond on the answers). The ceiling client's JVM,
+        warmed on the direct path, is stopped so that its next measurement starts through
+        the link. Returns what the report keeps."""
+        self.stack.stop_server("ceiling")
+        self.ceiling_proc = None
+        api, pid = self.stack.start_server("toxiproxy", self.pin(self.a.db_cpu) + [
+            os.path.join(ROOT, "peers", "toxiproxy", "run"), TOXIPROXY_OUT, "--listen", "127.0.0.1:0"])
+
+        def call(method, path, body=None):
+            import urllib.request
+            data = json.dumps(body).encode() if body is not None else None
+            req = urllib.request.Request(f"http://{api}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.read().decode()
+            except OSError as e:
+                raise Fail(f"Toxiproxy {method} {path}: {e}")
+
+        version = call("GET", "/version").strip()
+        upstream = self.bolt.split("://", 1)[1]
+        listen = f"127.0.0.1:{free_port()}"
+        call("POST", "/proxies", {"name": "neo4j", "listen": listen, "upstream": upstream, "enabled": True})
+        up = rtt_ms // 2
+        for name, stream, ms in [("rtt_upstream", "upstream", up), ("rtt_downstream", "downstream", rtt_ms - up)]:
+            if ms:
+                call("POST", "/proxies/neo4j/toxics", {"name": name, "type": "latency", "stream": stream,
+                                                       "toxicity": 1.0, "attributes": {"latency": ms, "jitter": 0}})
+        self.bolt = f"bolt://{listen}"
+        log(f"  the link: Toxiproxy {version} (pid {pid}, CPU {self.a.db_cpu}), {rtt_ms} ms round trip, "
+            f"{self.bolt} -> {upstream}")
+        return {"toxiproxy": version, "pid": pid, "cpu": self.a.db_cpu, "rtt_ms": rtt_ms,
+                "upstream_ms": up, "downstream_ms": rtt_ms - up}
 
     def seed(self):
         t0 = time.time()
@@ -459,16 +508,18 @@ class Bench:
                     a.warm += 30
         result["neo4j_warm"] = warm_slices
         result["neo4j_warm_s"] = spent
+        if a.db_rtt:
+            result["link"] = self.open_link(a.db_rtt)
 
         log("starting the servers (both stay up for the whole run; the idle one waits)")
+        pool = [] if a.db_async_connections is None else ["--db-async-connections", str(a.db_async_connections)]
         bl = self.stack.start_server("blocklab", self.pin(a.server_cpu) + [
-            BLOCKLAB, "serve", "--listen", "127.0.0.1:0", "--db", self.bolt, "--nodes", str(a.nodes),
-            "--db-async-connections", str(a.db_async_connections)])
+            BLOCKLAB, "serve", "--listen", "127.0.0.1:0", "--db", self.bolt, "--nodes", str(a.nodes)] + pool)
         self.servers["blocklab"] = bl
         if a.lean:
             self.servers["blocklab-lean"] = self.stack.start_server("blocklab-lean", self.pin(a.server_cpu) + [
                 BLOCKLAB, "serve", "--model", "lean", "--listen", "127.0.0.1:0", "--db", self.bolt,
-                "--nodes", str(a.nodes), "--db-async-connections", str(a.db_async_connections)])
+                "--nodes", str(a.nodes)] + pool)
         pl = self.stack.start_server("play", self.pin(a.server_cpu) + [
             os.path.join(ROOT, "peers", "play", "run"), PLAY_OUT, "--listen", "127.0.0.1:0",
             "--db", self.bolt, "--nodes", str(a.nodes)])
@@ -555,6 +606,14 @@ class Bench:
                    f"(ceiling client on CPU {a.server_cpu}); while one of them is measured the others are frozen (SIGSTOP); load average {res['loadavg_start']} at start, "
                    f"{res['loadavg_end']} at the end; medians over {a.rounds} round(s) of {a.seconds} s; "
                    f"closed loop -k -c {a.concurrency}; Neo4j warmed {res.get('neo4j_warm_s', 0)} s, each server {a.server_warm} s.")
+        link = res.get("link")
+        out.append("The database: " + (
+            f"{link['rtt_ms']} ms away through Toxiproxy {link['toxiproxy']} (CPU {link['cpu']}; "
+            f"{link['upstream_ms']} ms on the queries, {link['downstream_ms']} ms on the answers), for the servers "
+            "and the ceiling client alike; seeded and warmed directly" if link else "over loopback, no link") + ".")
+        out.append("Pools: blocklab's non-blocking client " + (
+            f"{a.db_async_connections} connections (--db-async-connections)" if a.db_async_connections is not None
+            else "at its default (--db-async-connections not given)") + "; Play's Java driver up to 100.")
         out.append("")
         out.append(f"Neo4j's ceiling (Java driver async, {a.ceiling_concurrency} in flight, no HTTP): "
                    f"{fmt(c_rps)} reads/s, p50 {fmt(summary['ceiling']['p50_us'])} µs, "
@@ -698,7 +757,10 @@ def main():
     p.add_argument("--ceiling-concurrency", type=int, default=64, help="reads in flight for the ceiling (default 64)")
     p.add_argument("--ceiling-warmup", type=int, default=5,
                    help="seconds each ceiling run warms its own fresh JVM before measuring (default 5)")
-    p.add_argument("--db-async-connections", type=int, default=64, help="blocklab serve's async Neo4j pool (default 64)")
+    p.add_argument("--db-async-connections", type=int, default=None,
+                   help="blocklab serve's async Neo4j pool (default: blocklab's own default)")
+    p.add_argument("--db-rtt", type=int, default=0, metavar="MS",
+                   help="put MS ms of round trip between Neo4j and the servers (Toxiproxy; default 0: none)")
     p.add_argument("--ab-requests", type=int, default=100000, help="ab -n on /test (the seed's 100000)")
     p.add_argument("--ab-db-requests", type=int, default=30000, help="ab -n on /getDataAsync (default 30000)")
     p.add_argument("--db-cpu", type=int, default=1, help="CPU of Neo4j and of the load generator (default 1)")
@@ -713,8 +775,8 @@ def main():
     a.endpoints = ENDPOINTS if a.all else DEFAULT_ENDPOINTS
     if a.lean:
         SERVERS.insert(1, "blocklab-lean")
-    if a.rounds < 1 or a.seconds < 1 or a.warm < 0 or a.server_warm < 0:
-        p.error("--rounds and --seconds must be >= 1, --warm and --server-warm >= 0")
+    if a.rounds < 1 or a.seconds < 1 or a.warm < 0 or a.server_warm < 0 or a.db_rtt < 0:
+        p.error("--rounds and --seconds must be >= 1, --warm, --server-warm and --db-rtt >= 0")
     ncpu = os.cpu_count() or 1
     if max(a.db_cpu, a.server_cpu) >= ncpu:
         p.error(f"this machine has CPUs 0..{ncpu - 1}")

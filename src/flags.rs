@@ -68,9 +68,10 @@ pub struct DbClientArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=255), value_name = "N")]
     pub db_pool: u16,
 
-    /// Connections of the async client (multiplexed for FalkorDB, pooled for Neo4j): at most this many
-    /// non-blocking Neo4j reads at once. 64 measured best here with 200 client connections (4 ran at 0.85 × the
-    /// Play peer's rate, 64 at 1.22 ×), and hold, by Little's law, 1,000 reads/s through a +50 ms stall.
+    /// Connections of the async client (multiplexed for FalkorDB; pooled for Neo4j, opened on demand): at most
+    /// this many non-blocking Neo4j reads at once. By Little's law N connections hold N reads in flight: 128 hold
+    /// 2,500 reads/s through a +50 ms stall. 128 measured best here (64 left reads waiting through that stall, 4
+    /// ran at 0.85 × the Play peer's rate with 200 client connections).
     #[arg(long, default_value_t = DEFAULT_ASYNC_CONNECTIONS as u16, value_parser = clap::value_parser!(u16).range(1..=255), value_name = "N")]
     pub db_async_connections: u16,
 

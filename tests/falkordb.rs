@@ -92,7 +92,7 @@ async fn every_endpoint_reads_the_node_through_the_real_clients() {
     }
     let metrics = get(server.addr(), "/metrics").await.body;
     assert!(
-        metrics.contains("db_pool=\"16\"") && metrics.contains("db_async_connections=\"64\""),
+        metrics.contains("db_pool=\"16\"") && metrics.contains("db_async_connections=\"128\""),
         "pool sizes in /metrics"
     );
 }

@@ -515,7 +515,7 @@ fn bench_through_the_link(uri: &str) {
     assert!(fastest >= 9.5, "the fastest read through the link took {fastest} ms, 10 ms asked: {link}");
     assert!(link["linked_read_ms"].as_f64().unwrap() >= fastest, "{link}");
     let p = &results["conditions"]["parameters"];
-    assert_eq!((p["db_pool"].as_u64(), p["db_async_connections"].as_u64()), (Some(16), Some(64)));
+    assert_eq!((p["db_pool"].as_u64(), p["db_async_connections"].as_u64()), (Some(16), Some(128)));
     let rate = |path: &str| {
         let test = results["tests"].as_array().unwrap().iter().find(|t| t["api"] == path).unwrap();
         let run = &test["runs"][0];

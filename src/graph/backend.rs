@@ -24,15 +24,17 @@ pub const SEED_QUERY: &str = "UNWIND range($from, $to) AS i \
      SET n.name = 'resource' + toString(i), n.code = 'test.lp.content.' + toString(i), \
      n.mimeType = 'application/pdf', n.contentType = 'Resource', n.body = 'body string'";
 
-/// Connections of the async client unless told otherwise. Chosen by
-/// measurement and by Little's law (reads in flight = reads per second ×
-/// time per read): with the seed's 200 client connections on a warm Neo4j
-/// over loopback, 4 ran `/getDataAsync` at 0.85 × the Play peer's rate
-/// (its driver pools up to 100) and 64 at 1.22 × (2026-12-06, `ab -k -c
-/// 200`); and through a database stalled by +50 ms, 64 hold the 50 reads
-/// in flight that 1,000 reads/s need where 4 cap the rate at 80 reads/s and
-/// the requests behind them time out (`blocklab bench --db-stall`).
-pub const DEFAULT_ASYNC_CONNECTIONS: usize = 64;
+/// Connections of the async client unless told otherwise. Neo4j's pool
+/// opens them on demand, so this is a ceiling on reads in flight, not a
+/// count kept open. Chosen by Little's law (reads in flight = reads per
+/// second × time per read) and by measurement: with the seed's 200 client
+/// connections on a warm Neo4j over loopback, 4 ran `/getDataAsync` at 0.85
+/// × the Play peer's rate (its driver pools up to 100) and 64 at 1.22 ×
+/// (2026-12-06, `ab -k -c 200`); through a database stalled by +50 ms at
+/// 1,452 reads/s, 64 left 136 reads waiting and recovered in 3 s where 128
+/// left none and recovered in 1 s (2026-12-07, `blocklab bench
+/// --db-stall`). 128 hold 2,500 reads/s through such a stall.
+pub const DEFAULT_ASYNC_CONNECTIONS: usize = 128;
 
 /// How a networked backend talks to its server.
 #[derive(Debug, Clone, Copy, PartialEq)]
