@@ -493,10 +493,13 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
                     Some(after) => format!("{} recovered {after} s after it, {failed} failed", s.api),
                     None => match s.recovered_in_spread_after_s {
                         Some(after) => format!(
-                            "{} had not recovered by the run's end with its p99 within 10 % or 2 ms of before, but \
-                             was back within the steady seconds' own spread (p99 up to {:.1} ms) {after} s after it, \
-                             {failed} failed",
-                            s.api, s.steady_p99_max_ms
+                            "{} had not recovered by the run's end with its p99 within 10 % or 2 ms of before (a \
+                             rule {} of its {} steady seconds met themselves), but was back within the steady \
+                             seconds' own spread (p99 up to {:.1} ms) {after} s after it, {failed} failed",
+                            s.api,
+                            s.steady_back().0,
+                            s.steady_back().1,
+                            s.steady_p99_max_ms
                         ),
                         None => format!("{} had not recovered by the run's end, {failed} failed", s.api),
                     },

@@ -213,16 +213,12 @@ impl StallRecord {
     /// before the stall, the time to recover and the failures.
     pub fn compute(&mut self) {
         let (start, end) = (self.starts_s as usize, self.ends_s() as usize);
-        // The first second is the load's own ramp: left out of the steady state.
-        let steady: Vec<&StallSecond> = self.seconds.iter().skip(1).take(start.saturating_sub(1)).collect();
-        self.before_rps = mean(steady.iter().map(|s| s.rps));
-        self.before_p99_ms = median(steady.iter().map(|s| s.p99_ms));
-        self.steady_p99_max_ms = steady.iter().map(|s| s.p99_ms).fold(0.0, f64::max);
-        let rate_back = |s: &StallSecond| (s.rps - self.before_rps).abs() <= RATE_BACK * self.before_rps;
-        let back = |s: &StallSecond| {
-            rate_back(s) && s.p99_ms <= self.before_p99_ms + (P99_BACK * self.before_p99_ms).max(P99_BACK_MS)
-        };
-        let in_spread = |s: &StallSecond| rate_back(s) && s.p99_ms <= self.steady_p99_max_ms;
+        let steady: Vec<(f64, f64)> = self.steady().iter().map(|s| (s.rps, s.p99_ms)).collect();
+        self.before_rps = mean(steady.iter().map(|s| s.0));
+        self.before_p99_ms = median(steady.iter().map(|s| s.1));
+        self.steady_p99_max_ms = steady.iter().map(|s| s.1).fold(0.0, f64::max);
+        let back = |s: &StallSecond| self.back(s);
+        let in_spread = |s: &StallSecond| self.rate_back(s) && s.p99_ms <= self.steady_p99_max_ms;
         let after: Vec<&StallSecond> = self.seconds.iter().skip(end).collect();
         let first_back = |back: &dyn Fn(&StallSecond) -> bool| {
             (self.before_rps > 0.0)
@@ -230,13 +226,37 @@ impl StallRecord {
                 .flatten()
                 .map(|i| i as u64)
         };
-        self.recovered_after_s = first_back(&back);
-        self.recovered_in_spread_after_s = first_back(&in_spread);
+        let recovered = (first_back(&back), first_back(&in_spread));
+        (self.recovered_after_s, self.recovered_in_spread_after_s) = recovered;
         self.failed_during = self.seconds.iter().skip(start).take(end - start).map(|s| s.failed).sum();
         self.failed_after = after.iter().map(|s| s.failed).sum();
         self.peak_in_flight = self.seconds.iter().filter_map(|s| s.in_flight).max();
         self.peak_threads = self.seconds.iter().filter_map(|s| s.threads).max();
         self.peak_waiting = self.seconds.iter().filter_map(|s| s.waiting).max();
+    }
+
+    /// The steady seconds before the stall: the first second is the load's
+    /// own ramp, left out.
+    fn steady(&self) -> Vec<&StallSecond> {
+        self.seconds.iter().skip(1).take((self.starts_s as usize).saturating_sub(1)).collect()
+    }
+
+    fn rate_back(&self, s: &StallSecond) -> bool {
+        (s.rps - self.before_rps).abs() <= RATE_BACK * self.before_rps
+    }
+
+    /// Whether a second is back by the strict rule: the rate within 10 % of
+    /// before and the p99 within 10 % or 2 ms of it.
+    fn back(&self, s: &StallSecond) -> bool {
+        self.rate_back(s) && s.p99_ms <= self.before_p99_ms + (P99_BACK * self.before_p99_ms).max(P99_BACK_MS)
+    }
+
+    /// How many of the steady seconds met the strict rule themselves, of how
+    /// many: when some did not, a run can miss 3 seconds in a row after the
+    /// stall on the machine's own noise.
+    pub fn steady_back(&self) -> (usize, usize) {
+        let steady = self.steady();
+        (steady.iter().filter(|s| self.back(s)).count(), steady.len())
     }
 
     /// Its failures by kind in words (`700 status 503, 31 request_timeout`), or "none".
@@ -259,10 +279,18 @@ impl StallRecord {
             _ if !self.survived => "did not survive".to_string(),
             Some(0) => "was itself again as soon as the stall ended".to_string(),
             Some(s) => format!("recovered {s} s after the stall ended"),
-            None => format!(
-                "had not recovered {} s after the stall ended",
-                self.seconds.len().saturating_sub(self.ends_s() as usize)
-            ),
+            None => {
+                let (met, steady) = self.steady_back();
+                let noise = if met < steady {
+                    format!(", a rule only {met} of its {steady} steady seconds before it met themselves")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "had not recovered {} s after the stall ended{noise}",
+                    self.seconds.len().saturating_sub(self.ends_s() as usize)
+                )
+            }
         };
         let spread = match self.recovered_in_spread_after_s {
             _ if !self.survived || self.recovered_in_spread_after_s == self.recovered_after_s => {
@@ -488,6 +516,20 @@ mod tests {
         record.compute();
         assert_eq!(record.recovered_after_s, None);
         assert!(record.sentence().contains("had not recovered 5 s after"), "{}", record.sentence());
+        assert_eq!(record.steady_back(), (3, 3));
+        assert!(!record.sentence().contains("steady seconds before it"), "{}", record.sentence());
+        // A steady second outside the strict rule itself: the sentence says the rule is the noise's.
+        record.seconds[2].p99_ms = 30.0;
+        record.compute();
+        assert_eq!((record.before_p99_ms, record.steady_back()), (10.0, (2, 3)));
+        assert!(
+            record.sentence().contains(
+                "had not recovered 5 s after the stall ended, a rule only 2 of its 3 steady seconds before it met \
+                 themselves"
+            ),
+            "{}",
+            record.sentence()
+        );
         record.survived = false;
         assert!(record.sentence().contains("did not survive"));
     }
