@@ -31,4 +31,12 @@ fn main() {
         }
     }
     println!("cargo:rustc-env=BLOCKLAB_CRATE_VERSIONS={}", found.join(";"));
+
+    // The binary is linked at a fixed address (not position-independent):
+    // a PIE's relocated read-only data (.data.rel.ro and the GOT, 552 KiB
+    // here) is written by the loader in every process, so each server
+    // process, each lean worker and its supervisor alike, carried it as
+    // private memory charged to its cgroup. Linked in place it stays the
+    // file's clean pages, shared by every process that runs it.
+    println!("cargo:rustc-link-arg-bins=-no-pie");
 }
