@@ -158,7 +158,11 @@ def measure(a, procs, path, db, toxi_pid, tmp):
     ok = doc.get("ok") or 0
     if ok == 0:
         raise Fail(f"{path}: no request answered 2xx ({doc.get('errors')})")
-    return {"path": path, "sent": doc.get("sent"), "ok": ok, "failed": (doc.get("sent") or 0) - ok,
+    unfinished = doc.get("in_flight_at_deadline") or 0
+    return {"path": path, "sent": doc.get("sent"), "ok": ok, "unfinished": unfinished,
+            "failed": (doc.get("sent") or 0) - ok - unfinished,
+            "errors": {k: n for k, n in (doc.get("errors") or {}).items() if n},
+            "status_codes": doc.get("status_codes"),
             "rps": doc.get("rps"), "p99_ms": (doc.get("corrected_latency_ms") or doc["latency_ms"])["p99"],
             "server_cpu_us_per_req": (s1 - s0) * 1e6 / ok,
             "toxiproxy_cpu_us_per_req": (x1 - x0) * 1e6 / ok if path == "link" else None}
@@ -239,7 +243,9 @@ def main():
                 rows.append(row)
                 toxi_text = (f", Toxiproxy {row['toxiproxy_cpu_us_per_req']:.1f} µs/req"
                              if row["toxiproxy_cpu_us_per_req"] is not None else "")
+                kinds = ", ".join(f"{n} {k}" for k, n in row["errors"].items())
                 log(f"  round {r + 1} {path:<6} {row['ok']:>7,} answered of {row['sent']:,} sent "
+                    f"({row['failed']} failed{': ' + kinds if kinds else ''}, {row['unfinished']} in flight at the end) "
                     f"({row['rps']:,.0f} req/s), server {row['server_cpu_us_per_req']:.1f} µs/req{toxi_text}, "
                     f"p99 {row['p99_ms']:.1f} ms")
 
@@ -258,11 +264,11 @@ def main():
               f"`blocklab load -k -c {a.connections} --rate {a.rate}` on CPU {a.db_cpu}; /getDataAsync, "
               f"{a.rounds} round(s) of {a.seconds} s per path, a fresh server each, the paths alternating.")
         print("")
-        print("| path | server CPU µs/req, median (range) | Toxiproxy CPU µs/req | answered | failed |")
-        print("|---|---|---|---|---|")
+        print("| path | server CPU µs/req, median (range) | Toxiproxy CPU µs/req | answered | failed | in flight at the end |")
+        print("|---|---|---|---|---|---|")
         for path in ["direct", "link"]:
             print(f"| {path} | {spread(of(path, 'server_cpu_us_per_req'))} | {spread(of(path, 'toxiproxy_cpu_us_per_req'))} "
-                  f"| {sum(of(path, 'ok')):,} | {sum(of(path, 'failed')):,} |")
+                  f"| {sum(of(path, 'ok')):,} | {sum(of(path, 'failed')):,} | {sum(of(path, 'unfinished')):,} |")
         print("")
         print(f"Server CPU through the link ÷ directly: {ratio:.2f} (medians); each round's pair: "
               f"{', '.join(f'{r:.2f}' for r in per_round)}; goal ≤ {GOAL:.2f}: {verdict}.")
