@@ -107,12 +107,14 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
     }
 
     // Neo4j's own ceiling, measured through the Java driver (peers/neo4j-ceiling) after the warm-up.
-    let ceiling = &results["conditions"]["ceiling"];
+    let ceilings = results["conditions"]["ceilings"].as_array().unwrap();
+    let java = ceilings.iter().find(|c| c["client"] == "java_driver").expect("the Java driver's ceiling");
+    let ceiling = &java["before"];
     assert!(ceiling["reads_per_s"].as_f64().unwrap() > 0.0, "{ceiling:#}\n{stderr}");
     assert_eq!(ceiling["wrong_answers"], 0, "{ceiling:#}");
     assert!(ceiling["db_cpu_per_query_us"].as_f64().unwrap() > 0.0, "{ceiling:#}");
     // Measured again after the matrix, the two bracketing it; and what set it.
-    let after = &results["conditions"]["ceiling_after"];
+    let after = &java["after"];
     assert!(after["reads_per_s"].as_f64().unwrap() > 0.0, "{after:#}\n{stderr}");
     assert!(ceiling["bound"].is_string(), "{ceiling:#}");
     let warm = &results["conditions"]["warm_up"];

@@ -29,7 +29,38 @@ pub const PEER: &str = "neo4j-ceiling";
 /// Reads kept in flight (as the warm-up's connections).
 pub const CONCURRENCY: usize = 64;
 
-/// Neo4j's ceiling, as `results.json` keeps it (`conditions.ceiling`).
+/// Whose client a ceiling was measured with. A server's reads are weighed
+/// against the ceiling of the driver it uses: two drivers cost the database
+/// different CPU per read (on Neo4j 5.26 here blocklab's Bolt client about
+/// 240-300 µs, the Java driver about 384), so one client's ceiling is not
+/// another's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingClient {
+    /// blocklab's own database client, non-blocking, with no HTTP
+    /// (`blocklab db-ceiling`, hidden).
+    Blocklab,
+    /// The Java driver's async API (`peers/neo4j-ceiling`): Play's driver.
+    JavaDriver,
+}
+
+impl CeilingClient {
+    /// In words, for tables and sentences.
+    pub fn name(self) -> &'static str {
+        match self {
+            CeilingClient::Blocklab => "blocklab's own client",
+            CeilingClient::JavaDriver => "the Java driver",
+        }
+    }
+}
+
+impl std::fmt::Display for CeilingClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A ceiling, as `results.json` keeps it (`conditions.ceilings[].before`, `.after`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Ceiling {
     /// The client, in words (driver, API, reads in flight).

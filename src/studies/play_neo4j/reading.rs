@@ -234,9 +234,7 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
             }
         ));
     }
-    if let Some(ceiling) = &c.ceiling {
-        out.push(ceiling_sentence(results, ceiling));
-    }
+    out.extend(ceiling_sentences(results));
     if targets.len() < 2 {
         return out;
     }
@@ -287,13 +285,56 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     out
 }
 
-/// Neo4j's own ceiling, measured before and after the matrix, what set it,
-/// and every non-blocking database endpoint of every target as a share of
-/// the higher of the two (reads per second ÷ the ceiling's). A share above
-/// [`SHARE_LIMIT`] is not given as a figure: the sentence says why it cannot be one.
-fn ceiling_sentence(results: &BenchResults, before: &super::ceiling::Ceiling) -> String {
+/// The database's own ceiling for the read, once per client it was measured
+/// with (before and after the matrix), what set each, and every non-blocking
+/// database endpoint of every target as a share of its own driver's ceiling
+/// (the higher of before and after). A share above [`SHARE_LIMIT`] means the
+/// ceiling is wrong: it is reported as a defect of the measurement.
+fn ceiling_sentences(results: &BenchResults) -> Vec<String> {
     let c = &results.conditions;
-    let ceiling = c.ceiling_reads_per_s().unwrap_or(before.reads_per_s).max(1e-9);
+    let mut out = Vec::new();
+    for ceiling in &c.ceilings {
+        let Some(before) = &ceiling.before else {
+            out.push(format!(
+                "The database's ceiling with {} was not measured: {}.",
+                ceiling.client,
+                ceiling.failure.as_deref().unwrap_or("no reason recorded")
+            ));
+            continue;
+        };
+        let bracket = match (&ceiling.after, ceiling.drift()) {
+            (Some(after), Some(drift)) => format!(
+                "; {} reads/s again after the matrix ({:+.0} %; shares are taken against the higher)",
+                rps(after.reads_per_s),
+                drift * 100.0,
+            ),
+            _ => "; not measured again after the matrix".to_string(),
+        };
+        let used = ceiling.used().unwrap_or(before);
+        let bound = match used.bound.as_deref() {
+            Some("database") => " It was set by the database: its CPUs were busy.".to_string(),
+            Some("client") => format!(
+                " It was set by the client, not by the database: {} spent {} µs of CPU per read, so it is a \
+                 lower bound of the database's own.",
+                ceiling.client,
+                used.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
+            ),
+            Some("neither") => {
+                " Neither side's CPUs were saturated: the reads in flight and their latency set it.".to_string()
+            }
+            _ => String::new(),
+        };
+        out.push(format!(
+            "The database's ceiling for the read with {} ({}, on {}, where the servers run): {} reads/s before \
+             the matrix, p99 {} ms, {} µs of the database's CPU per read{bracket}.{bound}",
+            ceiling.client,
+            before.client,
+            before.cpus,
+            rps(before.reads_per_s),
+            ms(before.p99_ms),
+            before.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
+        ));
+    }
     let mut shares = Vec::new();
     let mut above = Vec::new();
     for endpoint in [
@@ -308,10 +349,9 @@ fn ceiling_sentence(results: &BenchResults, before: &super::ceiling::Ceiling) ->
             .iter()
             .filter_map(|t| {
                 let r = results.test(t, id).and_then(TestRecord::best)?;
-                let share = r.rps * super::results::reads_per_request(endpoint) / ceiling;
+                let share = c.share(t, r.rps * super::results::reads_per_request(endpoint))?;
                 if share > SHARE_LIMIT {
                     above.push(format!("{t} {} ({share:.2})", endpoint.path()));
-                    return Some(format!("{t} above it"));
                 }
                 Some(format!("{t} {share:.2}"))
             })
@@ -320,58 +360,28 @@ fn ceiling_sentence(results: &BenchResults, before: &super::ceiling::Ceiling) ->
             shares.push(format!("{} {}", endpoint.path(), per_target.join(", ")));
         }
     }
-    let bracket = match (&c.ceiling_after, c.ceiling_drift()) {
-        (Some(after), Some(drift)) => format!(
-            "; measured again after the matrix: {} reads/s ({:+.0} %; the shares are taken against the higher{})",
-            rps(after.reads_per_s),
-            drift * 100.0,
-            if drift.abs() > 0.1 { ": the database's speed drifted during the matrix" } else { "" }
-        ),
-        _ => "; not measured again after the matrix".to_string(),
-    };
-    // What set the measurement the shares are taken against (the higher).
-    let used = c.ceiling_used().unwrap_or(before);
-    let which = if c.ceiling_after.is_some() { "The higher of the two" } else { "It" };
-    let bound = match used.bound.as_deref() {
-        Some("database") => format!(" {which} was set by the database: Neo4j's CPUs were busy."),
-        Some("client") => format!(
-            " {which} was set by its client, not by Neo4j: the Java driver spent {} µs of CPU per read on the \
-             servers' cores, so it is a lower bound of Neo4j's own.",
-            used.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
-        ),
-        Some("neither") => format!(
-            " For {}, neither Neo4j's CPUs nor the client's were saturated: the reads in flight and their \
-             latency set it.",
-            which.to_lowercase()
-        ),
-        _ => String::new(),
-    };
-    let drifted = if above.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " Above the ceiling, so not shares: {}. A server cannot read faster than the database answers a bare \
-             driver; {}, so the ceiling is a lower bound here.",
-            above.join(", "),
-            if used.bound.as_deref() == Some("client") {
-                "here the ceiling's Java client ran out of CPU before Neo4j did, and the server spends less per read"
-            } else {
-                "the database answered faster while these ran than when its ceiling was measured (it drifted)"
-            }
-        )
-    };
-    format!(
-        "Neo4j's own ceiling for the read, straight through the Java driver's async API with no HTTP ({} in flight, \
-         on {}, where the servers run): {} reads/s before the matrix, p99 {} ms, {} µs of Neo4j's CPU per \
-         read{bracket}.{bound} The non-blocking endpoints' reads per second as a share of it (1.00: the server \
-         adds no limit of its own; the two-read endpoints count two reads a request): {}.{drifted}",
-        super::ceiling::CONCURRENCY,
-        before.cpus,
-        rps(before.reads_per_s),
-        ms(before.p99_ms),
-        before.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
-        if shares.is_empty() { "none ran".to_string() } else { shares.join("; ") }
-    )
+    if !shares.is_empty() {
+        let against: Vec<String> = results
+            .target_names()
+            .iter()
+            .filter_map(|t| c.ceiling_client(t).map(|client| format!("{t} against {client}'s")))
+            .collect();
+        out.push(format!(
+            "The non-blocking endpoints' reads per second as a share of the ceiling of each target's driver ({}; \
+             1.00: the server adds no limit of its own; the two-read endpoints count two reads a request): {}.",
+            against.join(", "),
+            shares.join("; ")
+        ));
+    }
+    if !above.is_empty() {
+        out.push(format!(
+            "Defect: above the ceiling of their own driver by more than {:.0} %: {}. A server cannot read faster \
+             than the database answers its driver with no HTTP in front, so that ceiling was measured wrong.",
+            (SHARE_LIMIT - 1.0) * 100.0,
+            above.join(", ")
+        ));
+    }
+    out
 }
 
 /// The blocking endpoints (2 and 5) side by side, with why they differ: blocklab's

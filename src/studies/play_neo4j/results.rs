@@ -14,7 +14,7 @@ use crate::harness::scrape::ServerFigures;
 use crate::server::Endpoint;
 
 /// The version of the `results.json` shape.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One row of the seed study's table (Play 2.7 + Neo4j + Akka, best of two runs).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -309,14 +309,57 @@ pub struct Conditions {
     /// Each server's family (blocklab, jvm, go, python, node, other), as the charts draw it.
     #[serde(default)]
     pub families: BTreeMap<String, crate::page::Family>,
-    /// Neo4j's own ceiling for the read, when the bench started Neo4j and the
-    /// ceiling client is built (`null` otherwise).
+    /// The database's own ceiling for the read, once per client it was
+    /// measured with (blocklab's own driver and the Java driver on Neo4j),
+    /// when the bench started the database and the client is there (empty
+    /// otherwise). Each target's shares are taken against its own driver's
+    /// ([`Conditions::ceiling_client`]).
     #[serde(default)]
-    pub ceiling: Option<super::ceiling::Ceiling>,
-    /// The same ceiling measured again after the matrix: the two bracket
-    /// it, and the shares are taken against the higher (`null`: not measured).
+    pub ceilings: Vec<ClientCeiling>,
+    /// The client whose ceiling each target's shares are taken against, by
+    /// target name (a target's own driver when one was measured).
     #[serde(default)]
-    pub ceiling_after: Option<super::ceiling::Ceiling>,
+    pub ceiling_clients: BTreeMap<String, super::ceiling::CeilingClient>,
+}
+
+/// One client's ceiling, measured before the matrix and again after it:
+/// the two bracket the matrix, and shares are taken against the higher.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClientCeiling {
+    /// The client it was measured with.
+    pub client: super::ceiling::CeilingClient,
+    /// Measured after the warm-up, before the matrix (null: failed, with `failure`).
+    pub before: Option<super::ceiling::Ceiling>,
+    /// Measured again after the matrix (null: not measured).
+    #[serde(default)]
+    pub after: Option<super::ceiling::Ceiling>,
+    /// Why it was not measured, when it was not.
+    #[serde(default)]
+    pub failure: Option<String>,
+}
+
+impl ClientCeiling {
+    /// The measurement shares are taken against: the higher of the two (a
+    /// database still warming, or slowed by the matrix, gives the lower).
+    pub fn used(&self) -> Option<&super::ceiling::Ceiling> {
+        [&self.before, &self.after]
+            .into_iter()
+            .flatten()
+            .filter(|c| c.reads_per_s > 0.0)
+            .max_by(|a, b| a.reads_per_s.total_cmp(&b.reads_per_s))
+    }
+
+    /// Reads per second of [`ClientCeiling::used`].
+    pub fn reads_per_s(&self) -> Option<f64> {
+        self.used().map(|c| c.reads_per_s)
+    }
+
+    /// The change from before the matrix to after, as a fraction of the
+    /// first (`+0.20`: 20 % more reads/s after).
+    pub fn drift(&self) -> Option<f64> {
+        let (before, after) = (self.before.as_ref()?, self.after.as_ref()?);
+        (before.reads_per_s > 0.0).then(|| after.reads_per_s / before.reads_per_s - 1.0)
+    }
 }
 
 impl BenchResults {
@@ -331,27 +374,30 @@ impl BenchResults {
 }
 
 impl Conditions {
-    /// The ceiling the shares are taken against: the higher of the two
-    /// measurements (a database still warming, or slowed by the matrix,
-    /// gives the lower).
+    /// The ceiling of `client`, when it was measured.
+    pub fn ceiling_of(&self, client: super::ceiling::CeilingClient) -> Option<&ClientCeiling> {
+        self.ceilings.iter().find(|c| c.client == client)
+    }
+
+    /// The client whose ceiling `target`'s shares are taken against.
+    pub fn ceiling_client(&self, target: &str) -> Option<super::ceiling::CeilingClient> {
+        self.ceiling_clients.get(target).copied()
+    }
+
+    /// The ceiling `target`'s shares are taken against (its driver's).
+    pub fn ceiling_for(&self, target: &str) -> Option<&ClientCeiling> {
+        self.ceiling_of(self.ceiling_client(target)?)
+    }
+
+    /// `target`'s reads per second as a share of its driver's ceiling.
+    pub fn share(&self, target: &str, reads_per_s: f64) -> Option<f64> {
+        self.ceiling_for(target)?.reads_per_s().map(|c| reads_per_s / c)
+    }
+
+    /// The highest ceiling measured, by any client: the database's limit as
+    /// far as the bench knows it (the stalls' rate is taken from it).
     pub fn ceiling_reads_per_s(&self) -> Option<f64> {
-        self.ceiling_used().map(|c| c.reads_per_s)
-    }
-
-    /// The measurement [`Conditions::ceiling_reads_per_s`] takes: the higher.
-    pub fn ceiling_used(&self) -> Option<&super::ceiling::Ceiling> {
-        [&self.ceiling, &self.ceiling_after]
-            .into_iter()
-            .flatten()
-            .filter(|c| c.reads_per_s > 0.0)
-            .max_by(|a, b| a.reads_per_s.total_cmp(&b.reads_per_s))
-    }
-
-    /// The ceiling's change from before the matrix to after, as a fraction
-    /// of the first (`+0.20`: 20 % more reads/s after).
-    pub fn ceiling_drift(&self) -> Option<f64> {
-        let (before, after) = (self.ceiling.as_ref()?, self.ceiling_after.as_ref()?);
-        (before.reads_per_s > 0.0).then(|| after.reads_per_s / before.reads_per_s - 1.0)
+        self.ceilings.iter().filter_map(ClientCeiling::reads_per_s).reduce(f64::max)
     }
 }
 

@@ -375,8 +375,17 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             .collect(),
         link: matrix_link,
         stall_link,
-        ceiling,
-        ceiling_after,
+        ceiling_clients: plan
+            .targets
+            .iter()
+            .map(|t| (t.name().to_string(), super::ceiling::CeilingClient::JavaDriver))
+            .collect(),
+        ceilings: vec![super::results::ClientCeiling {
+            client: super::ceiling::CeilingClient::JavaDriver,
+            failure: ceiling.is_none().then(|| "not measured".to_string()),
+            before: ceiling,
+            after: ceiling_after,
+        }],
     };
     drop(database);
     let seed = super::results::seed_table();
@@ -1190,6 +1199,7 @@ fn stall_once(
         target: target.name().to_string(),
         test_id,
         api: api.path().to_string(),
+        round: 1,
         stall: spec,
         rate,
         rate_from,

@@ -138,6 +138,10 @@ pub struct StallSecond {
     pub waiting: Option<u64>,
 }
 
+fn first_round() -> u32 {
+    1
+}
+
 /// One target's endpoint through one stall.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StallRecord {
@@ -147,6 +151,11 @@ pub struct StallRecord {
     pub test_id: TestId,
     /// The endpoint.
     pub api: String,
+    /// Which run of this target and endpoint through the stall (1, 2, …):
+    /// each runs more than once, so that a difference is claimed only where
+    /// the ranges part.
+    #[serde(default = "first_round")]
+    pub round: u32,
     /// The stall.
     pub stall: StallSpec,
     /// The offered load (requests per second, open loop).
@@ -461,6 +470,7 @@ mod tests {
             target: "blocklab".to_string(),
             test_id: TestId(3),
             api: "/getDataAsync".to_string(),
+            round: 1,
             stall: StallSpec::parse("+50ms:2s").unwrap(),
             rate: 100.0,
             rate_from: String::new(),

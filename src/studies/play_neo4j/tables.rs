@@ -131,9 +131,9 @@ pub fn side_by_side(results: &BenchResults) -> Table {
         headers.push(format!("database CPU µs/req under {t}"));
     }
     let ceiling = results.conditions.ceiling_reads_per_s();
-    if let Some(c) = ceiling {
+    if ceiling.is_some() {
         for t in &targets {
-            headers.push(format!("{t} reads ÷ Neo4j's ceiling ({} reads/s)", rps(c)));
+            headers.push(format!("{t} reads ÷ its driver's ceiling"));
         }
     }
     let mut ids: Vec<TestId> = results.tests.iter().map(|t| t.test_id).collect();
@@ -192,15 +192,11 @@ pub fn side_by_side(results: &BenchResults) -> Table {
                 }));
                 row.push(us(b.and_then(|r| r.db_cpu_per_request_us)));
             }
-            if let Some(ceiling) = ceiling {
-                let client_bound =
-                    results.conditions.ceiling_used().and_then(|c| c.bound.as_deref()) == Some("client");
+            if ceiling.is_some() {
                 let reads = super::results::reads_of_test(id);
-                for b in &best {
-                    row.push(match b {
-                        Some(r) if reads > 0.0 => share_cell(r.rps * reads / ceiling, client_bound),
-                        _ => "—".to_string(),
-                    });
+                for (t, b) in targets.iter().zip(&best) {
+                    let share = b.filter(|_| reads > 0.0).and_then(|r| results.conditions.share(t, r.rps * reads));
+                    row.push(share.map_or("—".to_string(), |s| format!("{s:.2}")));
                 }
             }
             row
