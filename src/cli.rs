@@ -62,6 +62,10 @@ pub enum Command {
     /// (started by `blocklab sweep`, not by hand).
     #[command(hide = true)]
     SweepAgent(AgentArgs),
+    /// A database's ceiling for study 1's read with blocklab's own client, no HTTP: one JSON line, as
+    /// peers/neo4j-ceiling prints (started by `blocklab bench`, not by hand).
+    #[command(hide = true)]
+    DbCeiling(crate::db_ceiling::DbCeilingArgs),
 }
 
 /// The command line of this process, parsed; or, when it asks for help or is
@@ -124,6 +128,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Studies(args) => crate::studies::studies(&args),
         Command::SweepAgent(args) => crate::studies::robustness::agents::agent(&args),
         Command::Peers(args) => crate::peer_check::peers(&args),
+        Command::DbCeiling(args) => crate::db_ceiling::db_ceiling(&args),
     }
 }
 

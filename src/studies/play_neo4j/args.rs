@@ -46,6 +46,18 @@ BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENC
 Exit status: 0 when every test completed; 1 when one failed (the others still ran);
 130 when interrupted (partial results are written); 2 for a usage error.";
 
+/// Each fresh server's warm-up before its measured runs, unless told: see
+/// [`TARGET_WARM_WHY`].
+pub const TARGET_WARM: Duration = Duration::from_secs(5);
+
+/// Why [`TARGET_WARM`] is as long as it is, as the outputs say it.
+pub const TARGET_WARM_WHY: &str = "5 s of closed-loop load on the Test ID's own endpoint for every target, not \
+    counted: measured on Play (its JIT)";
+
+/// The longest a managed database is warmed before the matrix, unless
+/// told (`--db-warm`): measured from a fresh start.
+pub const DB_WARM_MAX: Duration = Duration::from_secs(300);
+
 /// Flags of `blocklab bench`.
 #[derive(Debug, Args, Clone)]
 pub struct BenchArgs {
@@ -151,6 +163,24 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub workers: Option<u16>,
 
+    /// Each fresh server's warm-up on a Test ID before its measured runs, not counted: the same
+    /// closed loop (-c connections) for every target, Rust included: a JIT's compilation, a pool's
+    /// connections [default: 5s; none with --quick or --cold].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub warm: Option<Duration>,
+
+    /// The seed's protocol: each fresh server measured at once, with no warm-up (a JVM peer is then
+    /// measured while its JIT compiles: Play's first run of 8,000 requests was the slowest on every
+    /// Test ID). The outputs say which protocol ran.
+    #[arg(long, conflicts_with = "warm")]
+    pub cold: bool,
+
+    /// How many times each endpoint of each target meets the stall of --db-stall, on the same warmed
+    /// server, in alternating order: a difference between targets is claimed only where the rounds'
+    /// ranges do not overlap [default: 2].
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10), value_name = "N")]
+    pub db_stall_rounds: u32,
+
     /// A small matrix (one run of 600 requests per API; a cold JVM on a peer): a first look.
     #[arg(long)]
     pub quick: bool,
@@ -225,11 +255,15 @@ impl BenchArgs {
                 "--db-stall stalls the link to a networked database (neo4j, bolt://, falkor://)".to_string()
             );
         }
-        if (self.db_stall_rate.is_some() || self.db_stall_apis.is_some() || self.db_stall_targets.is_some())
+        if (self.db_stall_rate.is_some()
+            || self.db_stall_apis.is_some()
+            || self.db_stall_targets.is_some()
+            || self.db_stall_rounds != 2)
             && self.db_stall.is_none()
         {
             return Err(
-                "--db-stall-rate, --db-stall-apis and --db-stall-targets shape --db-stall's runs: give --db-stall too"
+                "--db-stall-rate, --db-stall-apis, --db-stall-targets and --db-stall-rounds shape --db-stall's runs: \
+                 give --db-stall too"
                     .to_string(),
             );
         }
@@ -265,7 +299,9 @@ impl BenchArgs {
             return Err("--db-cpus and --db-warm apply to --db neo4j only".to_string());
         }
         let db_warm = match self.db {
-            BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 180 })),
+            BenchDb::Managed => {
+                self.db_warm.unwrap_or(if self.quick { Duration::from_secs(5) } else { DB_WARM_MAX })
+            }
             _ => Duration::ZERO,
         };
         let requests = self.requests.unwrap_or(if self.quick { 600 } else { 100_000 });
@@ -308,6 +344,9 @@ impl BenchArgs {
             nodes: self.nodes,
             workers: self.workers.map(usize::from),
             quick: self.quick,
+            cold: self.cold || (self.quick && self.warm.is_none()),
+            target_warm: self.warm.unwrap_or(TARGET_WARM),
+            db_stall_rounds: self.db_stall_rounds,
             out,
             exe,
             progress: false,

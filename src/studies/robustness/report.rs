@@ -220,6 +220,7 @@ pub fn after(t: &TargetResult, s: &Step) -> String {
         (StepStatus::NotRunDown, _) => "not run: down".to_string(),
         (StepStatus::NotRunInterrupted, _) => "not run: interrupted".to_string(),
         (StepStatus::ClientFailed, _) => "client failed".to_string(),
+        (StepStatus::NotRunWaves, _) => "not run: its answers came in waves at a lower level".to_string(),
         (StepStatus::NotRunLimit, _) => match t.descriptor_limit {
             Some(limit) if !t.admission && !fits_limit(s.level, limit) => {
                 format!("not run: over its {limit} descriptors, no admission control")
