@@ -39,7 +39,8 @@ fn a_cpu_list_is_read_whole_and_within_this_process_cpus() {
     let listed: Vec<String> = allowed.iter().map(usize::to_string).collect();
     let says = format!("CPU {outside} is not one this process may run on (its CPUs: {})", listed.join(","));
     assert!(line.contains("--db-cpus") && line.contains(&says), "{line}");
-    // Pinned to one CPU by taskset, the same binary refuses the other.
+    // Pinned to one CPU by taskset, the same binary refuses the other (a machine of one CPU has no
+    // other to name; the check above holds there too).
     if allowed.len() >= 2 {
         let (mine, other) = (allowed[0].to_string(), allowed[1].to_string());
         let out = output_within(
