@@ -134,7 +134,7 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "--target", "tomcat"], "unknown --target 'tomcat'"),
         (vec!["bench", "--target", "play"], "a peer target reads Neo4j"),
         (vec!["bench", "--db-warm", "5s"], "--db neo4j only"),
-        (vec!["bench", "--db", "neo4j", "--db-cpus", "x"], "names no CPU"),
+        (vec!["bench", "--db", "neo4j", "--db-cpus", "x"], "'x' is not a CPU number"),
         (vec!["bench", "--model", "pool"], "use --model reactive or --model lean"),
         (vec!["bench", "--model", "actors"], "--model"),
         (vec!["bench", "--db", "falkor://127.0.0.1:1", "--embedded-read", "cypher"], "--db embedded only"),

@@ -6,9 +6,9 @@ use clap::Args;
 
 use super::run::{BenchDb, BenchPlan, parse_apis};
 use super::stall::StallSpec;
-use crate::flags::{DbClientArgs, parse_duration};
+use crate::flags::{CpuList, DbClientArgs, parse_duration};
 use crate::graph::{DbUrl, EmbeddedRead};
-use crate::harness::placement::{Placement, parse_cpu_list};
+use crate::harness::placement::Placement;
 use crate::harness::target::{Target, Targets};
 use crate::server::{Endpoint, Model};
 
@@ -81,13 +81,14 @@ pub struct BenchArgs {
     /// Graph database: 'embedded', 'neo4j' (a Neo4j 5.26 the bench starts, seeds, warms and wipes:
     /// scripts/neo4j), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (one you run, seeded with `blocklab seed`).
     #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
-          value_parser = clap::builder::ValueParser::new(BenchDb::parse), value_name = "DB")]
+          value_parser = clap::builder::ValueParser::new(parse_bench_db), value_name = "DB")]
     pub db: BenchDb,
 
-    /// CPUs of the database `--db neo4j` starts (a taskset list) [default: the load generator's:
-    /// Neo4j and the load share CPU 1, the server gets CPU 0, as measured best on this 2-core machine].
-    #[arg(long, value_name = "LIST")]
-    pub db_cpus: Option<String>,
+    /// CPUs of the database `--db neo4j` starts (a taskset list, within this process's CPUs)
+    /// [default: the load generator's: Neo4j and the load share CPU 1, the server gets CPU 0,
+    /// as measured best on this 2-core machine].
+    #[arg(long, value_parser = clap::builder::ValueParser::new(CpuList::parse), value_name = "LIST")]
+    pub db_cpus: Option<CpuList>,
 
     /// The longest `--db neo4j` is warmed under load before the matrix: it is warmed in 15 s
     /// windows until two in a row cost it the same CPU per read within 5 % (its JIT: CPU per
@@ -286,13 +287,7 @@ impl BenchArgs {
         };
         let placement = Placement::detect();
         let db_cpus = match &self.db_cpus {
-            Some(list) => {
-                let cpus = parse_cpu_list(list);
-                if cpus.is_empty() {
-                    return Err(format!("--db-cpus '{list}' names no CPU (e.g. 1 or 0-1)"));
-                }
-                cpus
-            }
+            Some(CpuList(cpus)) => cpus.clone(),
             None => placement.load_cpus.clone(),
         };
         if self.db != BenchDb::Managed && (self.db_cpus.is_some() || self.db_warm.is_some()) {
@@ -355,6 +350,35 @@ impl BenchArgs {
     }
 }
 
+/// Every form `bench --db` takes, as its error lists them: a database the
+/// bench learns adds its form here.
+pub const BENCH_DB_FORMS: &[&str] = &[
+    "embedded",
+    "neo4j (one the bench starts)",
+    "falkor://HOST:PORT[/GRAPH]",
+    "bolt://HOST:PORT or neo4j://HOST:PORT",
+];
+
+/// Parses `bench --db`. [`DbUrl`]'s own error lists the forms `serve` takes,
+/// without the bench's `neo4j`: a value that names no form the bench knows
+/// gets the bench's whole list instead, and a URL of a known scheme that is
+/// malformed keeps its reason, with the list after it.
+fn parse_bench_db(s: &str) -> Result<BenchDb, String> {
+    BenchDb::parse(s).map_err(|why| {
+        let forms = BENCH_DB_FORMS.join(", ");
+        let Some((scheme, _)) = s.split_once("://") else {
+            return format!("not a database; --db takes {forms}");
+        };
+        // The scheme alone, tried on a well-formed URL: does any form take it? (Only the part
+        // before :// is quoted: a password comes after it.)
+        if format!("{scheme}://127.0.0.1:1").parse::<DbUrl>().is_err() {
+            return format!("no database speaks {scheme}://; --db takes {forms}");
+        }
+        let reason = why.split_once(" (expected").map_or(why.as_str(), |(reason, _)| reason);
+        format!("{reason}; --db takes {forms}")
+    })
+}
+
 /// Parses `--target`: a comma list of `blocklab` (each endpoint under its own
 /// model) and server peers that serve `/getDataAsync` (study 1's database endpoints).
 pub fn parse_targets(list: &str, available: &Targets) -> Result<Vec<Target>, String> {
@@ -376,6 +400,23 @@ pub fn parse_targets(list: &str, available: &Targets) -> Result<Vec<Target>, Str
 mod target_tests {
     use super::*;
     use crate::harness::target::BLOCKLAB;
+
+    #[test]
+    fn a_wrong_db_is_answered_with_every_form() {
+        assert_eq!(parse_bench_db("neo4j"), Ok(BenchDb::Managed));
+        assert_eq!(parse_bench_db("embedded"), Ok(BenchDb::Url(DbUrl::Embedded)));
+        for (bad, says) in [
+            ("neo4k", "not a database; --db takes "),
+            ("mysql://u:secret@h:1", "no database speaks mysql://; --db takes "),
+            ("bolt://h:notaport", "invalid port number in the database URL; --db takes "),
+            ("bolt://h:1/x", "bolt:// takes no path (got '/x'); --db takes "),
+        ] {
+            let err = parse_bench_db(bad).unwrap_err();
+            assert!(err.starts_with(says), "{bad}: {err}");
+            assert!(err.ends_with(&BENCH_DB_FORMS.join(", ")) && !err.contains("secret"), "{bad}: {err}");
+            assert_eq!(err.matches("expected").count(), 0, "one list of forms: {err}");
+        }
+    }
 
     #[test]
     fn targets_parse_from_the_checkouts_peers() {
