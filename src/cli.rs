@@ -151,6 +151,7 @@ fn runs_no_peer(command: &Command) -> Option<&'static str> {
             Some("sweep --url loads the service at that URL, not a peer")
         }
         Command::SweepAgent(_) => Some("sweep-agent is one client process of a sweep"),
+        Command::DbCeiling(_) => Some("db-ceiling reads the database with blocklab's own client"),
         Command::Bench(_) | Command::Sweep(_) | Command::Studies(_) | Command::Peers(_) => None,
     }
 }

@@ -5,7 +5,7 @@
 //! sent during the freeze, and it must come back with its own node once the
 //! freeze ends: not before (no byte passed), not as a failure (nothing was
 //! dropped), not as another node (the connection stayed in step). With
-//! `CI=true` (scripts/test) a missing database is a failure, not a skip.
+//! `BLOCKLAB_NO_SKIP=1` (scripts/test) a missing database is a failure, not a skip.
 
 mod common;
 
@@ -27,22 +27,6 @@ const FREEZE: &str = "freeze:3s";
 const SENT_AT: Duration = Duration::from_millis(500);
 /// Scheduling on two shared cores.
 const MARGIN: Duration = Duration::from_millis(300);
-
-/// The FalkorDB server to use, or None (skip) outside CI.
-fn falkor_url() -> Option<String> {
-    match std::env::var("FALKOR_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI=true but FALKOR_URL is not set: the freeze tests must run in CI (scripts/test starts it)"
-            )
-        }
-        _ => {
-            eprintln!("skipped: FALKOR_URL is not set (scripts/test starts FalkorDB and sets it)");
-            None
-        }
-    }
-}
 
 fn backend(url: &str) -> Arc<dyn GraphBackend> {
     // A read's own limit far above the freeze: the freeze must hold it, not fail it.
@@ -118,7 +102,7 @@ async fn neo4j_a_read_during_a_freeze_gets_its_own_node_after_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn falkordb_a_read_during_a_freeze_gets_its_own_node_after_it() {
-    let Some(url) = falkor_url() else { return };
+    let Some(url) = common::falkor_url() else { return };
     let url = format!("{}/freeze_{}", url.trim_end_matches('/'), std::process::id());
     a_read_during_the_freeze_gets_its_own_node_after_it(&url).await;
 }

@@ -178,9 +178,9 @@ pub struct BenchArgs {
 
     /// How many times each endpoint of each target meets the stall of --db-stall, on the same warmed
     /// server, in alternating order: a difference between targets is claimed only where the rounds'
-    /// ranges do not overlap [default: 2].
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10), value_name = "N")]
-    pub db_stall_rounds: u32,
+    /// ranges do not overlap [default: 2, or 1 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10), value_name = "N")]
+    pub db_stall_rounds: Option<u32>,
 
     /// A small matrix (one run of 600 requests per API; a cold JVM on a peer): a first look.
     #[arg(long)]
@@ -259,7 +259,7 @@ impl BenchArgs {
         if (self.db_stall_rate.is_some()
             || self.db_stall_apis.is_some()
             || self.db_stall_targets.is_some()
-            || self.db_stall_rounds != 2)
+            || self.db_stall_rounds.is_some())
             && self.db_stall.is_none()
         {
             return Err(
@@ -341,7 +341,7 @@ impl BenchArgs {
             quick: self.quick,
             cold: self.cold || (self.quick && self.warm.is_none()),
             target_warm: self.warm.unwrap_or(TARGET_WARM),
-            db_stall_rounds: self.db_stall_rounds,
+            db_stall_rounds: self.db_stall_rounds.unwrap_or(if self.quick { 1 } else { 2 }),
             out,
             exe,
             progress: false,
