@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::graph::DbUrl;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
@@ -145,9 +146,12 @@ pub fn measure(
         return Err(format!("peers/{PEER} is not built (scripts/peers build {PEER})"));
     }
     let (seconds, warmup) = window(quick);
+    // The URL without its credentials on the command line, them in the
+    // client's environment (NEO4J_USER, NEO4J_PASSWORD): `ps` shows a command line.
+    let db_url: DbUrl = url.parse().map_err(|e| format!("the ceiling client's database: {e}"))?;
     let args = [
         "--db".to_string(),
-        url.to_string(),
+        db_url.to_string(),
         "--nodes".to_string(),
         nodes.to_string(),
         "--concurrency".to_string(),
@@ -158,6 +162,7 @@ pub fn measure(
         warmup.as_secs().to_string(),
     ];
     let spec = Spec::client_peer(peers, PEER, args)
+        .database_credentials(&db_url)
         .pinned(cpus)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -605,21 +605,23 @@ fn start_server(
     test_id: TestId,
 ) -> Result<ServerProcess, String> {
     let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-    // A peer takes its database on the command line (a managed one has no
-    // credentials to show); blocklab through the environment (BLOCKLAB_DB).
+    // No credentials on a command line (`ps` shows it to anyone, and a
+    // peer's failure quoting it would land in the report): blocklab takes
+    // the whole URL through its environment (BLOCKLAB_DB); a peer takes
+    // `--db` without them, and them as NEO4J_USER and NEO4J_PASSWORD.
+    let db = database.served_url();
     let args = match target {
         Target::Blocklab(_) => server_args(plan),
-        _ => ["--db", &database.served_url().full_url(), "--nodes", &plan.nodes.to_string()]
-            .map(String::from)
-            .to_vec(),
+        _ => ["--db", &db.to_string(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec(),
     };
-    let mut spec =
+    let spec =
         plan.available.spec(target, &args).ok_or("a running service has no command")?.pinned(pin.as_deref());
-    if matches!(target, Target::Blocklab(_)) {
-        spec = spec
-            .env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())
-            .env("BLOCKLAB_DB", database.served_url().full_url());
-    }
+    let spec = match target {
+        Target::Blocklab(_) => {
+            spec.env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()).env("BLOCKLAB_DB", db.full_url())
+        }
+        _ => spec.database_credentials(db),
+    };
     let ready_within = Duration::from_secs(if target.is_jvm() { 120 } else { 300 });
     Ok(launch::server(spec, ready_within)?.process)
 }
