@@ -224,9 +224,7 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
         let label = if u.bound.as_deref() == Some("client") {
             format!("Neo4j's ceiling here: ≥ {c:.0} reads/s (a lower bound: {client} ran out of CPU first)")
         } else {
-            format!(
-                "Neo4j's ceiling here: {c:.0} reads/s ({client}, no HTTP; the higher of before and after)"
-            )
+            format!("Neo4j's ceiling here: {c:.0} reads/s ({client}, no HTTP; the higher of before and after)")
         };
         (c, label)
     });

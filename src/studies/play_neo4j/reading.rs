@@ -320,8 +320,7 @@ fn ceiling_sentences(results: &BenchResults) -> Vec<String> {
                 used.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
             ),
             Some("neither") => {
-                " Neither side's CPUs were saturated: the reads in flight and their latency set it."
-                    .to_string()
+                " Neither side's CPUs were saturated: the reads in flight and their latency set it.".to_string()
             }
             _ => String::new(),
         };

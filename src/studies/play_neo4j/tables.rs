@@ -195,8 +195,7 @@ pub fn side_by_side(results: &BenchResults) -> Table {
             if ceiling.is_some() {
                 let reads = super::results::reads_of_test(id);
                 for (t, b) in targets.iter().zip(&best) {
-                    let share =
-                        b.filter(|_| reads > 0.0).and_then(|r| results.conditions.share(t, r.rps * reads));
+                    let share = b.filter(|_| reads > 0.0).and_then(|r| results.conditions.share(t, r.rps * reads));
                     row.push(share.map_or("—".to_string(), |s| format!("{s:.2}")));
                 }
             }
