@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::graph::DbUrl;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
@@ -167,6 +168,10 @@ pub fn measure(
     run: &CeilingRun,
 ) -> Result<Ceiling, String> {
     let (seconds, warmup) = window(run.quick);
+    // The URL without its credentials on the command line, them in the
+    // client's environment (NEO4J_USER, NEO4J_PASSWORD; blocklab's own reads
+    // BLOCKLAB_DB): `ps` shows a command line.
+    let db_url: DbUrl = run.url.parse().map_err(|e| format!("the ceiling client's database: {e}"))?;
     let spec = match client {
         CeilingClient::JavaDriver => {
             if !peers.is_built(PEER) {
@@ -174,7 +179,7 @@ pub fn measure(
             }
             let args = [
                 "--db".to_string(),
-                run.url.to_string(),
+                db_url.to_string(),
                 "--nodes".to_string(),
                 run.nodes.to_string(),
                 "--concurrency".to_string(),
@@ -184,7 +189,7 @@ pub fn measure(
                 "--warmup".to_string(),
                 warmup.as_secs().to_string(),
             ];
-            Spec::client_peer(peers, PEER, args)
+            Spec::client_peer(peers, PEER, args).database_credentials(&db_url)
         }
         CeilingClient::Blocklab => {
             let args = [

@@ -231,7 +231,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             interrupted = true;
             break;
         }
-        let mut cells = start_cells(plan, &database, *api, &bar);
+        let mut cells = start_cells(plan, &database, *api, &bar, interrupt);
         for run_id in 1..=plan.runs {
             for cell in round_order(&mut cells, run_id) {
                 let Some(server) = cell.server.as_mut() else { continue };
@@ -287,6 +287,10 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         for mut cell in cells {
             if let Some(mut server) = cell.server.take() {
                 server.stop(Duration::from_secs(15));
+                // Stopped before its runs were done: by an interrupt.
+                if cell.record.status == RunStatus::Ok && cell.record.runs.len() < plan.runs as usize {
+                    cell.record.status = RunStatus::Interrupted;
+                }
             }
             tests.push(cell.record);
         }
@@ -408,6 +412,7 @@ fn start_cells<'a>(
     database: &Database,
     api: Endpoint,
     bar: &ProgressBar,
+    interrupt: &AtomicBool,
 ) -> Vec<MatrixCell<'a>> {
     let test_id = api.test_id().unwrap_or(TestId(0));
     let mut cells = Vec::with_capacity(plan.targets.len());
@@ -430,6 +435,11 @@ fn start_cells<'a>(
             cells.push(MatrixCell { target, record, server: None });
             continue;
         }
+        if interrupt.load(Relaxed) {
+            record.status = RunStatus::Interrupted;
+            cells.push(MatrixCell { target, record, server: None });
+            continue;
+        }
         bar.set_message(format!("{who}: starting{}", if plan.cold { "" } else { " and warming" }));
         let server = match start_server(plan, target, database, test_id) {
             Ok(server) => server,
@@ -441,11 +451,19 @@ fn start_cells<'a>(
                 continue;
             }
         };
+        let mut server = server;
         if !plan.cold {
             record.warm = Some(warm_target(plan, &server, target, api));
             if !plan.progress {
                 let warm = record.warm.as_ref().map_or(String::new(), TargetWarm::summary);
                 say(plan, bar, format!("{who}: warmed, not counted: {warm}"));
+            }
+            if let Err(reason) = server.check_alive() {
+                record.status = RunStatus::Failed;
+                record.failure = Some(format!("the server died during its warm-up: {reason}"));
+                say(plan, bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
+                cells.push(MatrixCell { target, record, server: None });
+                continue;
             }
         }
         if let Err(e) = server.pause(true) {
@@ -461,7 +479,7 @@ fn start_cells<'a>(
 /// first (on a database still drifting) or last.
 fn round_order<'c, 'a>(cells: &'c mut [MatrixCell<'a>], run_id: u32) -> Vec<&'c mut MatrixCell<'a>> {
     let mut order: Vec<&mut MatrixCell> = cells.iter_mut().collect();
-    if run_id % 2 == 0 {
+    if run_id.is_multiple_of(2) {
         order.reverse();
     }
     order
@@ -473,7 +491,7 @@ fn protocol(plan: &BenchPlan) -> Protocol {
     let order = (1..=plan.runs)
         .map(|run_id| {
             let mut round = names.clone();
-            if run_id % 2 == 0 {
+            if run_id.is_multiple_of(2) {
                 round.reverse();
             }
             format!("run {run_id}: {}", round.join(", "))
@@ -760,21 +778,23 @@ fn start_server(
     test_id: TestId,
 ) -> Result<ServerProcess, String> {
     let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-    // A peer takes its database on the command line (a managed one has no
-    // credentials to show); blocklab through the environment (BLOCKLAB_DB).
+    // No credentials on a command line (`ps` shows it to anyone, and a
+    // peer's failure quoting it would land in the report): blocklab takes
+    // the whole URL through its environment (BLOCKLAB_DB); a peer takes
+    // `--db` without them, and them as NEO4J_USER and NEO4J_PASSWORD.
+    let db = database.served_url();
     let args = match target {
         Target::Blocklab(_) => server_args(plan),
-        _ => ["--db", &database.served_url().full_url(), "--nodes", &plan.nodes.to_string()]
-            .map(String::from)
-            .to_vec(),
+        _ => ["--db", &db.to_string(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec(),
     };
-    let mut spec =
+    let spec =
         plan.available.spec(target, &args).ok_or("a running service has no command")?.pinned(pin.as_deref());
-    if matches!(target, Target::Blocklab(_)) {
-        spec = spec
-            .env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())
-            .env("BLOCKLAB_DB", database.served_url().full_url());
-    }
+    let spec = match target {
+        Target::Blocklab(_) => {
+            spec.env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()).env("BLOCKLAB_DB", db.full_url())
+        }
+        _ => spec.database_credentials(db),
+    };
     let ready_within = Duration::from_secs(if target.is_jvm() { 120 } else { 300 });
     Ok(launch::server(spec, ready_within)?.process)
 }
@@ -1205,7 +1225,7 @@ fn run_stalls(
         // runs), the others paused: a difference is claimed only where the rounds' ranges part.
         for round in 1..=plan.db_stall_rounds {
             let mut order: Vec<&mut (&Target, ServerProcess, Option<f64>)> = warmed.iter_mut().collect();
-            if round % 2 == 0 {
+            if round.is_multiple_of(2) {
                 order.reverse();
             }
             for (target, server, _) in order {
