@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::run::{BenchDb, BenchPlan, parse_apis};
+use super::run::{BenchDb, BenchPlan, DB_WARM_MAX, TARGET_WARM, parse_apis};
 use super::stall::StallSpec;
 use crate::flags::{CpuList, DbClientArgs, parse_duration};
 use crate::graph::{DbUrl, EmbeddedRead};
@@ -45,18 +45,6 @@ Writes into --out: results.md, results.json, results.csv, charts/*.svg, report.h
 BLOCKLAB_SERVER_EXE=PATH runs another build as the server (it gets BLOCKLAB_BENCH_TEST_ID).
 Exit status: 0 when every test completed; 1 when one failed (the others still ran);
 130 when interrupted (partial results are written); 2 for a usage error.";
-
-/// Each fresh server's warm-up before its measured runs, unless told: see
-/// [`TARGET_WARM_WHY`].
-pub const TARGET_WARM: Duration = Duration::from_secs(5);
-
-/// Why [`TARGET_WARM`] is as long as it is, as the outputs say it.
-pub const TARGET_WARM_WHY: &str = "5 s of closed-loop load on the Test ID's own endpoint for every target, not \
-    counted: measured on Play (its JIT)";
-
-/// The longest a managed database is warmed before the matrix, unless
-/// told (`--db-warm`): measured from a fresh start.
-pub const DB_WARM_MAX: Duration = Duration::from_secs(300);
 
 /// Flags of `blocklab bench`.
 #[derive(Debug, Args, Clone)]

@@ -44,6 +44,18 @@ use crate::harness::toxiproxy::{Fault, Stream, Toxic};
 use crate::load::report::LoadReport;
 use crate::server::{Endpoint, Model};
 
+/// Each fresh server's warm-up before its measured runs, unless told: see
+/// [`TARGET_WARM_WHY`].
+pub const TARGET_WARM: Duration = Duration::from_secs(5);
+
+/// Why [`TARGET_WARM`] is as long as it is, as the outputs say it.
+pub const TARGET_WARM_WHY: &str = "5 s of closed-loop load on the Test ID's own endpoint for every target, not \
+    counted: measured on Play (its JIT)";
+
+/// The longest a managed database is warmed before the matrix, unless
+/// told (`--db-warm`): measured from a fresh start.
+pub const DB_WARM_MAX: Duration = Duration::from_secs(300);
+
 /// How often the server is scraped while the load runs.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// A run whose server answers no request for this long is stopped and failed.
@@ -503,7 +515,7 @@ fn protocol(plan: &BenchPlan) -> Protocol {
         target_warm_why: if plan.cold {
             "--cold: each fresh server measured at once, as the seed did".to_string()
         } else {
-            super::args::TARGET_WARM_WHY.to_string()
+            TARGET_WARM_WHY.to_string()
         },
         order,
         paused: true,
