@@ -703,7 +703,7 @@ fn stall_sentences(results: &BenchResults) -> Vec<String> {
 /// endpoint should wait longer than that per read plus a second from its
 /// intended send; the blocking `/getData` and `/getDataAkka` queue behind
 /// the worker a read blocks and have no such bound, which is said too. The
-/// longest of every round is held to it. Then the failures by kind, over
+/// longest of every round is checked against it. Then the failures by kind, over
 /// the rounds, for every target that failed any.
 fn stall_bounds(results: &BenchResults, groups: &[super::stall::StallRounds<'_>]) -> Vec<String> {
     let mut out = Vec::new();

@@ -578,14 +578,17 @@ pub fn stalls(results: &BenchResults) -> Option<Vec<Table>> {
     if results.stalls.is_empty() {
         return None;
     }
-    let records = &results.stalls;
+    // A target's rounds of an endpoint next to each other, however the runs were interleaved.
+    let targets = results.target_names();
+    let mut records: Vec<&super::stall::StallRecord> = results.stalls.iter().collect();
+    records.sort_by_key(|r| (targets.iter().position(|t| *t == r.target), r.test_id, r.round));
     let keys = vec![
         Column::new("Target", records.iter().map(|r| r.target.clone()).collect()),
         Column::new("API", records.iter().map(|r| r.api.clone()).collect()),
         Column::new("round", records.iter().map(|r| r.round.to_string()).collect()),
     ];
     let column = |header: &str, cell: &dyn Fn(&super::stall::StallRecord) -> String| {
-        Column::new(header, records.iter().map(cell).collect())
+        Column::new(header, records.iter().map(|r| cell(r)).collect())
     };
     let or_dash = |v: Option<u64>| v.map_or(DASH.to_string(), |v| v.to_string());
     let recovery = Table::packed(

@@ -67,6 +67,9 @@ pub fn target_sentence(t: &TargetResult, results: &SweepResults) -> Option<Strin
         ),
         None => format!("{}: held no level (100 % with the slowest answer within {limit_ms:.0} ms)", t.name),
     };
+    if let Some(kib) = t.per_request.as_ref().and_then(|p| p.process_kib) {
+        sentence += &format!(", at about {kib:.1} KiB of memory per concurrent request");
+    }
     let full = run.iter().rev().find(|s| s.success_rate == Some(1.0)).copied();
     match full {
         Some(f) if held.is_none_or(|h| f.level > h.level) => {
@@ -77,9 +80,6 @@ pub fn target_sentence(t: &TargetResult, results: &SweepResults) -> Option<Strin
         Some(_) => {}
         None => sentence += ", and answered all of no level",
     }
-    if let Some(kib) = t.per_request.as_ref().and_then(|p| p.process_kib) {
-        sentence += &format!(", at about {kib:.1} KiB of memory per concurrent request");
-    }
     let last = t.steps.last().map(|s| s.level);
     sentence += &match survived(t) {
         Some(s) if Some(s.level) == last => format!("; survived {} (the sweep's last level)", s.level),
@@ -88,7 +88,7 @@ pub fn target_sentence(t: &TargetResult, results: &SweepResults) -> Option<Strin
     };
     let above = full.or(held).map_or(0, |s| s.level);
     if let Some(top) = run.iter().rev().find(|s| s.level > above) {
-        sentence += &format!("; at {}, the highest level it ran, {}", top.level, outcomes(top));
+        sentence += &format!("; its highest level run, at {}: {}", top.level, outcomes(top));
     }
     if let Some(d) = &t.died {
         sentence += &format!("; {}", death(t, d, results));
@@ -162,9 +162,9 @@ fn death(t: &TargetResult, d: &super::results::Death, results: &SweepResults) ->
             first_line(&d.detail)
         ),
         DeathKind::OomKilled => format!(
-            "then it was OOM-killed at {} {cap}: the kernel killed the whole process, so every request in flight \
-             failed and it never answered again",
-            d.level
+            "then {} was OOM-killed at {} concurrent requests {cap}: the kernel killed the whole process, so every \
+             request in flight failed and it never answered again",
+            t.name, d.level
         ),
         DeathKind::Exited => format!("then it exited at {}: {}", d.level, first_line(&d.detail)),
         DeathKind::Unresponsive if d.detail.contains("OutOfMemoryError") => format!(
@@ -734,15 +734,16 @@ mod tests {
         assert_eq!(
             sentences[0],
             "lean: held 25000 (100 %, the slowest answer 5070 ms, within 5500 ms); survived 50000 (the sweep's \
-             last level); at 50000, the highest level it ran, 31000 served, 19000 refused (each within 40 ms of \
+             last level); its highest level run, at 50000: 31000 served, 19000 refused (each within 40 ms of \
              its send), 0 timed out on 2 workers (its admission budget allows about 31500 requests)."
         );
         assert_eq!(
             sentences[1],
             "go: held 2000 (100 %, the slowest answer 5200 ms, within 5500 ms), and answered all of 5000 but \
-             slower: the slowest answer 7000 ms; survived 5000; at 10000, the highest level it ran, 3000 served, \
-             0 refused, 7000 timed out; then it was OOM-killed at 10000 with no memory cap of its own: the kernel killed the whole \
-             process, so every request in flight failed and it never answered again."
+             slower: the slowest answer 7000 ms; survived 5000; its highest level run, at 10000: 3000 served, 0 \
+             refused, 7000 timed out; then go was OOM-killed at 10000 concurrent requests with no memory cap of its \
+             own: the kernel killed the whole process, so every request in flight failed and it never answered \
+             again."
         );
         assert_eq!(
             sentences[2],
