@@ -63,17 +63,23 @@ impl Table {
         out
     }
 
-    /// An HTML `<table>`, every header and cell escaped.
+    /// An HTML `<table>`, every header and cell escaped. A column of
+    /// figures is aligned right, so that their digits line up; a column with
+    /// any words in it (an API, a target, a verdict) left, as text is read.
     pub fn html(&self) -> String {
+        let text: Vec<bool> = (0..self.headers.len())
+            .map(|c| self.rows.iter().any(|row| row.get(c).is_some_and(|cell| !is_figure(cell))))
+            .collect();
+        let class = |c: usize| if text.get(c) == Some(&true) { " class=\"text\"" } else { "" };
         let mut out = String::from("<table><thead><tr>");
-        for h in &self.headers {
-            out += &format!("<th>{}</th>", escape(h));
+        for (c, h) in self.headers.iter().enumerate() {
+            out += &format!("<th{}>{}</th>", class(c), escape(h));
         }
         out += "</tr></thead><tbody>";
         for row in &self.rows {
             out += "<tr>";
-            for cell in row {
-                out += &format!("<td>{}</td>", escape(cell));
+            for (c, cell) in row.iter().enumerate() {
+                out += &format!("<td{}>{}</td>", class(c), escape(cell));
             }
             out += "</tr>";
         }
@@ -120,6 +126,12 @@ impl Table {
     }
 }
 
+/// Whether a cell holds a figure (with its range, sign or unit of %) or a
+/// dash, rather than words.
+pub fn is_figure(cell: &str) -> bool {
+    cell.chars().all(|c| c.is_ascii_digit() || " .,()–+-—%".contains(c))
+}
+
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -133,9 +145,7 @@ h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-
 .sub { color: #57606a; margin-top: 0; }
 table { border-collapse: collapse; margin: .8rem 0; font-size: .88rem; }
 th, td { border: 1px solid #d0d7de; padding: .28rem .55rem; text-align: right; }
-th { background: #f6f8fa; } td:nth-child(3), th:nth-child(3) { text-align: left; }
-.normalized td:nth-child(2), .normalized th:nth-child(2) { text-align: left; }
-.normalized td:nth-child(3) { text-align: right; }
+th { background: #f6f8fa; } th.text, td.text { text-align: left; }
 ul.reading li { margin: .35rem 0; }
 p.answer { font-size: 1.05rem; margin: .5rem 0; }
 .warn { background: #fff8c5; border: 1px solid #d4a72c; padding: .5rem .8rem; border-radius: 6px; }
@@ -402,8 +412,8 @@ mod tests {
         assert_eq!(t.markdown(), "| Test ID | API |\n|---|---|\n| 1 | /test |\n| 2 | <b> |\n");
         assert_eq!(
             t.html(),
-            "<table><thead><tr><th>Test ID</th><th>API</th></tr></thead><tbody><tr><td>1</td><td>/test</td></tr>\
-             <tr><td>2</td><td>&lt;b&gt;</td></tr></tbody></table>"
+            "<table><thead><tr><th>Test ID</th><th class=\"text\">API</th></tr></thead><tbody><tr><td>1</td>\
+             <td class=\"text\">/test</td></tr><tr><td>2</td><td class=\"text\">&lt;b&gt;</td></tr></tbody></table>"
         );
     }
 }

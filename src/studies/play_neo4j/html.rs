@@ -125,9 +125,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += "<h2>Normalized to /test, beside the seed</h2>";
     body += "<p>Absolute numbers from different machines do not compare; the fraction of the HTTP stack's ceiling \
              each model keeps does. The seed's figures are the better of its two runs, on a 4-core laptop.</p>";
-    body += "<div class=\"normalized\">";
     body += &table(&tables::normalized(results));
-    body += "</div>";
     body += "<h2>Charts</h2>";
     body += &charts_html(rest);
     body += "<h2>What the server said about itself</h2>";

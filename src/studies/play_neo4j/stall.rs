@@ -384,7 +384,7 @@ impl OverRounds {
         v.sort_by(f64::total_cmp);
         let (min, max) = (*v.first()?, *v.last()?);
         let mid = v.len() / 2;
-        let median = if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] };
+        let median = if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] };
         Some(OverRounds { median, min, max, rounds: v.len() })
     }
 

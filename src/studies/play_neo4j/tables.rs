@@ -159,9 +159,16 @@ fn best_with_range(
 ) -> String {
     let Some(test) = test else { return DASH.to_string() };
     let Some(best) = test.best().and_then(&figure) else { return DASH.to_string() };
-    let range =
-        Spread::of(test.runs.iter().filter_map(&figure)).map_or(String::new(), |s| s.range_text(&fmt));
-    format!("{}{range}", fmt(best))
+    format!("{}{}", fmt(best), range(Spread::of(test.runs.iter().filter_map(&figure)), &fmt))
+}
+
+/// ` (lo–hi)` of a spread over several runs, or nothing when there was one
+/// run or every run gave the same figure as written.
+fn range(spread: Option<Spread>, fmt: &dyn Fn(f64) -> String) -> String {
+    match spread {
+        Some(s) if fmt(s.min) != fmt(s.max) => s.range_text(fmt),
+        _ => String::new(),
+    }
 }
 
 /// A ratio with two decimals.
@@ -244,11 +251,11 @@ fn target_ratio(results: &BenchResults, (a, b): (&str, &str), id: TestId) -> Str
     if rb.rps <= 0.0 {
         return DASH.to_string();
     }
-    let range = match (ta.range(|r| r.rps), tb.range(|r| r.rps)) {
-        (Some(sa), Some(sb)) => Spread::ratio(sa, sb).map_or(String::new(), |s| s.range_text(ratio_text)),
-        _ => String::new(),
+    let spread = match (ta.range(|r| r.rps), tb.range(|r| r.rps)) {
+        (Some(sa), Some(sb)) => Spread::ratio(sa, sb),
+        _ => None,
     };
-    format!("{}{range}", ratio_text(ra.rps / rb.rps))
+    format!("{}{}", ratio_text(ra.rps / rb.rps), range(spread, &ratio_text))
 }
 
 /// What the dashes of the side-by-side tables stand for: a Test ID a target
@@ -956,10 +963,7 @@ mod tests {
         assert_eq!(label(&test(3, "/getDataAsync")), "/getDataAsync");
     }
 
-    /// Whether a cell holds figures only: digits, their range and signs, or a dash.
-    fn figures_only(cell: &str) -> bool {
-        cell.chars().all(|c| c.is_ascii_digit() || " .()–+-—%".contains(c))
-    }
+    use crate::page::is_figure as figures_only;
 
     #[test]
     fn the_side_by_side_is_split_by_question_into_tables_of_figures_that_fit_the_page() {
