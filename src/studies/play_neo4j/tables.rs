@@ -939,15 +939,6 @@ mod tests {
     }
 
     #[test]
-    fn markdown_has_the_header_rule_and_one_line_per_row() {
-        let t = Table {
-            headers: vec!["Test ID".into(), "API".into()],
-            rows: vec![vec!["1".into(), "/test".into()], vec!["2".into(), "/getData".into()]],
-        };
-        assert_eq!(t.markdown(), "| Test ID | API |\n|---|---|\n| 1 | /test |\n| 2 | /getData |\n");
-    }
-
-    #[test]
     fn the_seed_labels_its_blocking_apis() {
         let test = |id: u32, api: &str| TestRecord {
             target: "blocklab".into(),
