@@ -16,14 +16,21 @@
 //! from within a runtime").
 //!
 //! **Why blocklab's own pool and not deadpool-postgres.** Both were measured
-//! here (2026-12-07, PostgreSQL 15.18 on CPU 1, `blocklab serve` on CPU 0,
-//! `blocklab load -k -c 128 -z 10s` on /getDataAsync, 128 connections,
-//! loopback, two runs each, alternated): POOL_FIGURES. deadpool-postgres 0.14 with
-//! `RecyclingMethod::Fast` sends nothing on checkout either; the two differ
-//! in what they keep: deadpool caches prepared statements per client in a
-//! map (`prepare_cached`: a lock and a hash of the query text per read)
-//! where this pool prepares the one read at connect and holds it beside the
-//! client, and this pool's checkout is a semaphore permit and a `Vec` pop.
+//! here (2026-12-07, PostgreSQL 15.18 and the load on CPU 1, `blocklab
+//! serve` on CPU 0, `blocklab load -k -c 128 -z 10s` on /getDataAsync after
+//! 2 s of warm-up, 128 connections, loopback, 7 pairs alternated, on a
+//! machine other jobs kept at a load average of 10-25): this pool 4,369-6,822
+//! req/s (median 5,467), deadpool-postgres 0.14.2 (`RecyclingMethod::Fast`,
+//! `prepare_typed_cached`) 4,272-6,981 (median 6,037); server CPU per request
+//! 42.6-50.6 µs (median 45.8) against 40.8-48.5 (median 45.9); each won 3 or 4
+//! of the 7 pairs. No difference shows: the ranges overlap end to end. Both
+//! send nothing on checkout. This pool is kept because it is the Neo4j
+//! client's pool (`bolt/pool.rs`) in behaviour — FIFO waiting, reads waiting
+//! counted for `/metrics`, a dead idle connection replaced within the read —
+//! so the two databases differ in their protocol only, and because it
+//! prepares the one read at connect instead of looking it up in a per-client
+//! statement cache on every read; deadpool and its runtime crate are not
+//! needed.
 //!
 //! Every read is bounded by `--db-timeout`, every connect (TCP, startup,
 //! login, the `Parse` of the read) by the connect timeout; a read dropped
@@ -52,6 +59,9 @@ use super::pg_pool::{PgError, Pool, connect};
 /// The read: one row by its key, as a prepared statement (`$1` a `bigint`).
 pub const CONTENT_SQL: &str =
     "SELECT id, name, code, mime_type, content_type, body FROM content WHERE id = $1";
+
+/// The longest a connect may take, whatever `--db-timeout` (for `seed`: a minute).
+const CONNECT_LIMIT: Duration = Duration::from_secs(5);
 
 /// The table the dataset lives in, its columns in [`CONTENT_SQL`]'s order.
 const CREATE_TABLE: &str = "CREATE TABLE content (id bigint, name text, code text, mime_type text, \
@@ -95,6 +105,8 @@ pub struct PostgresGraph {
     settings: DbSettings,
     /// The connection settings, without the client's name.
     config: Config,
+    /// The longest a connect may take (TCP, startup, login).
+    connect_limit: Duration,
     /// For the async path: awaited by the HTTP runtime's tasks (and the actors').
     pool: Pool,
     /// For the blocking path: connections living on the client runtime.
@@ -128,12 +140,18 @@ impl PostgresGraph {
             config.application_name(name);
             config
         };
-        let pool = |name, size| Pool::new(named(name), CONTENT_SQL, settings.connect_timeout, size);
+        // A PostgreSQL connection is a new backend process (fork, catalog caches, login): 128 opened
+        // at once by a cold pool took more than the 500 ms that --db-timeout's connect limit gives
+        // Neo4j, with PostgreSQL on one loaded CPU, so here a connect has up to the read's own limit
+        // (at most CONNECT_LIMIT).
+        let connect_limit = settings.timeout.min(CONNECT_LIMIT).max(settings.connect_timeout);
+        let pool = |name, size| Pool::new(named(name), CONTENT_SQL, connect_limit, size);
         Ok(PostgresGraph {
             pool: pool("blocklab-async", settings.async_connections),
             blocking_pool: Arc::new(pool("blocklab-blocking", settings.pool)),
             client_runtime: ClientRuntime::start("postgres-client")?,
             config,
+            connect_limit,
             target,
             settings,
         })
@@ -402,11 +420,11 @@ impl GraphBackend for PostgresGraph {
         let before = self.count()?;
         let mut config = self.config.clone();
         config.application_name("blocklab-seed");
-        let (target, connect_timeout) = (self.target.clone(), self.settings.connect_timeout);
+        let (target, connect_limit) = (self.target.clone(), self.connect_limit);
         let (wrote, news) = std::sync::mpsc::channel();
         self.client_runtime.spawn(async move {
             let seeded = async {
-                let mut client = connect(&config, connect_timeout).await.map_err(|e| classify(&target, e))?;
+                let mut client = connect(&config, connect_limit).await.map_err(|e| classify(&target, e))?;
                 write_rows(&mut client, nodes, &wrote)
                     .await
                     .map_err(|e| classify(&target, PgError::Postgres(e)))
