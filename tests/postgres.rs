@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use blocklab::graph::{DbSettings, DbUrl, GraphBackend, PostgresGraph, content_record};
 use blocklab::server::{ActorLimits, Endpoint, Model, RunningServer, ServeConfig};
-use common::{blocklab, get, get_concurrently, output_within, server_with, try_get};
+use common::{blocklab, get, get_concurrently, output_within, postgres_url, server_with, try_get};
 
 /// The dataset of the shared cluster: every test here seeds it to this N.
 const NODES: u64 = 1000;
@@ -27,24 +27,6 @@ const STACKS: [Model; 2] = [Model::Reactive, Model::Lean];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The PostgreSQL the tests use (`POSTGRES_URL`, which `scripts/test` sets after
-/// starting one with `scripts/postgres`), or None (skip) outside CI; with
-/// `CI=true` a missing one is a failure.
-fn postgres_url() -> Option<String> {
-    match std::env::var("POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI=true but POSTGRES_URL is not set: scripts/test starts PostgreSQL with scripts/postgres"
-            )
-        }
-        _ => {
-            eprintln!("skipped: POSTGRES_URL is not set (scripts/test starts PostgreSQL and sets it)");
-            None
-        }
-    }
 }
 
 fn backend_with(url: &str, settings: DbSettings) -> Arc<dyn GraphBackend> {

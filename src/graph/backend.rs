@@ -60,6 +60,27 @@ impl Default for DbSettings {
     }
 }
 
+impl DbSettings {
+    /// How a pooled client's two paths are set up, for its `describe()`.
+    pub fn describe_paths(&self) -> String {
+        format!(
+            "blocking path: pool of {} on the client's own runtime; async path: pool of {}; {} timeout per read",
+            self.pool,
+            self.async_connections,
+            humantime::format_duration(self.timeout)
+        )
+    }
+
+    /// The settings worth reporting, as metric labels (`GraphBackend::settings`).
+    pub fn labels(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("db_pool", self.pool.to_string()),
+            ("db_async_connections", self.async_connections.to_string()),
+            ("db_timeout_seconds", self.timeout.as_secs_f64().to_string()),
+        ]
+    }
+}
+
 /// What `blocklab seed` did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeedReport {

@@ -17,6 +17,7 @@ mod dataset;
 mod embedded;
 mod falkor;
 mod neo4j;
+mod permits;
 mod pg_pool;
 mod postgres;
 

@@ -152,13 +152,7 @@ async fn read_node(
 
 impl GraphBackend for Neo4jGraph {
     fn describe(&self) -> String {
-        format!(
-            "Neo4j at {} (blocklab's Bolt client; blocking path: pool of {} on the driver's own runtime; async path: pool of {}; {} timeout per read)",
-            self.target,
-            self.settings.pool,
-            self.settings.async_connections,
-            humantime::format_duration(self.settings.timeout)
-        )
+        format!("Neo4j at {} (blocklab's Bolt client; {})", self.target, self.settings.describe_paths())
     }
 
     fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
@@ -206,11 +200,7 @@ impl GraphBackend for Neo4jGraph {
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("db_pool", self.settings.pool.to_string()),
-            ("db_async_connections", self.settings.async_connections.to_string()),
-            ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
-        ]
+        self.settings.labels()
     }
 }
 

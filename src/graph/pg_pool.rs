@@ -15,12 +15,13 @@
 //! `postgres.rs`.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::SemaphorePermit;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::permits::Permits;
 
 /// A connection and the read prepared on it.
 pub struct Connection {
@@ -70,19 +71,7 @@ pub struct Pool {
     /// A std Mutex, not a Tokio one: held for a push or a pop, never across an await.
     idle: Mutex<Vec<Connection>>,
     /// One permit per connection that may exist; a checkout holds one.
-    permits: Semaphore,
-    /// Checkouts waiting for a permit now.
-    waiting: AtomicUsize,
-}
-
-/// Counts a checkout as waiting until dropped: when it has its permit, or
-/// when its read is abandoned while it waits (its timeout).
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
-    }
+    permits: Permits,
 }
 
 /// A connection lent by the pool; dropped, it goes back unless it is closed.
@@ -99,20 +88,13 @@ impl Pool {
     /// `config`, each preparing `read_sql` (one `bigint` parameter). None is
     /// opened here.
     pub fn new(config: Config, read_sql: &'static str, connect_timeout: Duration, size: usize) -> Pool {
-        Pool {
-            config,
-            read_sql,
-            connect_timeout,
-            idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(size.max(1)),
-            waiting: AtomicUsize::new(0),
-        }
+        Pool { config, read_sql, connect_timeout, idle: Mutex::new(Vec::new()), permits: Permits::new(size) }
     }
 
     /// Reads waiting for a connection now: above zero, the pool's size caps
     /// the reads in flight.
     pub fn waiting(&self) -> usize {
-        self.waiting.load(Relaxed)
+        self.permits.waiting()
     }
 
     /// Opens a connection (its connection half spawned on the calling
@@ -130,10 +112,7 @@ impl Pool {
     /// Waits for a permit (FIFO), then lends the most recently returned live
     /// connection, or opens one.
     pub async fn checkout(&self) -> Result<Checkout<'_>, PgError> {
-        self.waiting.fetch_add(1, Relaxed);
-        let waited = Waiting(&self.waiting);
-        let permit = self.permits.acquire().await.expect("the semaphore is never closed");
-        drop(waited);
+        let permit = self.permits.acquire().await;
         let idle = loop {
             match self.idle.lock().expect("no panic while held").pop() {
                 Some(connection) if connection.client.is_closed() => continue,

@@ -157,21 +157,11 @@ impl PostgresGraph {
         })
     }
 
-    /// Runs `work` on the client runtime and parks this thread for its
-    /// result, at most `limit`.
-    fn wait_for<T: Send + 'static>(
-        &self,
-        work: impl std::future::Future<Output = Result<T, GraphError>> + Send + 'static,
-        limit: Duration,
-    ) -> Result<T, GraphError> {
-        self.client_runtime.wait_for(work, limit, || no_answer(&self.target, limit))
-    }
-
     /// How many rows `content` holds (0 when there is no such table), by the
     /// blocking pool.
     fn count_rows(&self) -> Result<u64, GraphError> {
         let (pool, target, limit) = (self.blocking_pool.clone(), self.target.clone(), self.settings.timeout);
-        self.wait_for(
+        self.client_runtime.wait_for(
             async move {
                 let work = async {
                     let connection = pool.checkout().await?;
@@ -189,6 +179,7 @@ impl PostgresGraph {
                 }
             },
             limit,
+            || no_answer(&self.target, limit),
         )
     }
 
@@ -198,7 +189,8 @@ impl PostgresGraph {
         let host = self.target.host.trim_start_matches('[').trim_end_matches(']').to_string();
         let (port, limit) = (self.target.port, self.settings.connect_timeout);
         let probe = async move { Ok(tokio::time::timeout(limit, probe(host, port)).await.ok().flatten()) };
-        self.wait_for(probe, limit + Duration::from_millis(100)).ok().flatten()
+        let wait = limit + Duration::from_millis(100);
+        self.client_runtime.wait_for(probe, wait, || no_answer(&self.target, wait)).ok().flatten()
     }
 }
 
@@ -385,18 +377,17 @@ async fn write_rows(
 impl GraphBackend for PostgresGraph {
     fn describe(&self) -> String {
         format!(
-            "PostgreSQL at {} (tokio-postgres 0.7, blocklab's pool; blocking path: pool of {} on the client's own runtime; async path: pool of {}; {} timeout per read)",
+            "PostgreSQL at {} (tokio-postgres 0.7, blocklab's pool; {})",
             self.target,
-            self.settings.pool,
-            self.settings.async_connections,
-            humantime::format_duration(self.settings.timeout)
+            self.settings.describe_paths()
         )
     }
 
     fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
         let (pool, target, timeout) =
             (self.blocking_pool.clone(), self.target.clone(), self.settings.timeout);
-        self.wait_for(async move { read_row(&pool, &target, timeout, id).await }, timeout)
+        let read = async move { read_row(&pool, &target, timeout, id).await };
+        self.client_runtime.wait_for(read, timeout, || no_answer(&self.target, timeout))
     }
 
     fn read(&self, id: i64) -> ReadFuture<'_> {
@@ -448,10 +439,6 @@ impl GraphBackend for PostgresGraph {
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("db_pool", self.settings.pool.to_string()),
-            ("db_async_connections", self.settings.async_connections.to_string()),
-            ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
-        ]
+        self.settings.labels()
     }
 }

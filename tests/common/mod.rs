@@ -401,17 +401,27 @@ pub fn validate_schema(schema_path: &str, document: &serde_json::Value) {
 /// sets after starting one with `scripts/neo4j`), or None (skip) outside CI;
 /// with `CI=true` a missing one is a failure.
 pub fn neo4j_uri() -> Option<String> {
-    match std::env::var("NEO4J_URI") {
+    database_from_env("NEO4J_URI", "Neo4j", "scripts/neo4j")
+}
+
+/// The PostgreSQL the database tests use (`POSTGRES_URL`, which `scripts/test`
+/// sets after starting one with `scripts/postgres`), as [`neo4j_uri`].
+pub fn postgres_url() -> Option<String> {
+    database_from_env("POSTGRES_URL", "PostgreSQL", "scripts/postgres")
+}
+
+/// The URL in `var`, or None (skip) outside CI; with `CI=true` a missing one
+/// is a failure: `scripts/test` starts `name` with `script` and sets it.
+fn database_from_env(var: &str, name: &str, script: &str) -> Option<String> {
+    match std::env::var(var) {
         Ok(uri) if !uri.is_empty() => Some(uri),
         _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
             panic!(
-                "CI=true but NEO4J_URI is not set: the Neo4j tests must run in CI (scripts/test starts Neo4j)"
+                "CI=true but {var} is not set: the {name} tests must run in CI (scripts/test starts {name})"
             )
         }
         _ => {
-            eprintln!(
-                "skipped: NEO4J_URI is not set (scripts/test starts Neo4j with scripts/neo4j and sets it)"
-            );
+            eprintln!("skipped: {var} is not set (scripts/test starts {name} with {script} and sets it)");
             None
         }
     }
