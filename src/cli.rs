@@ -27,7 +27,8 @@ pub struct Cli {
     pub command: Command,
 
     /// A folder of your own peers, or one peer folder, anywhere (repeatable; also BLOCKLAB_PEER_DIRS=DIR:DIR):
-    /// its servers join sweep's and bench's targets beside peers/, built into .local/peers/ at the start.
+    /// its servers join sweep's and bench's targets beside peers/, built into .local/peers/ at the start
+    /// (bench, sweep, studies and peers; serve, load, seed and sweep --url run no peer and refuse it).
     #[arg(long = "peers", global = true, value_name = "DIR")]
     pub peer_dirs: Vec<std::path::PathBuf>,
 }
@@ -62,6 +63,10 @@ pub enum Command {
     /// (started by `blocklab sweep`, not by hand).
     #[command(hide = true)]
     SweepAgent(AgentArgs),
+    /// A database's ceiling for study 1's read with blocklab's own client, no HTTP: one JSON line, as
+    /// peers/neo4j-ceiling prints (started by `blocklab bench`, not by hand).
+    #[command(hide = true)]
+    DbCeiling(crate::db_ceiling::DbCeilingArgs),
 }
 
 /// The command line of this process, parsed; or, when it asks for help or is
@@ -106,6 +111,13 @@ pub fn parse() -> Result<Cli, u8> {
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<(), Failure> {
+    if let Some(why) = runs_no_peer(&cli.command)
+        && !cli.peer_dirs.is_empty()
+    {
+        return Err(Failure::Usage(format!(
+            "--peers does not apply: {why} (--peers adds server peers to bench, sweep, studies and peers check)"
+        )));
+    }
     add_outside_folders(&cli.peer_dirs).map_err(Failure::Usage)?;
     if matches!(cli.command, Command::Bench(_) | Command::Sweep(_) | Command::Studies(_)) {
         outside_peers_built()?;
@@ -124,6 +136,23 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Studies(args) => crate::studies::studies(&args),
         Command::SweepAgent(args) => crate::studies::robustness::agents::agent(&args),
         Command::Peers(args) => crate::peer_check::peers(&args),
+        Command::DbCeiling(args) => crate::db_ceiling::db_ceiling(&args),
+    }
+}
+
+/// Why `command` has no use for `--peers` (it starts no server peer), or
+/// None when it reads the peers: a flag it would ignore is refused instead.
+fn runs_no_peer(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Serve(_) => Some("serve runs blocklab's own server"),
+        Command::Load(_) => Some("load sends requests to the URL it is given"),
+        Command::Seed(_) => Some("seed writes the dataset into a database"),
+        Command::Sweep(args) if args.url.is_some() => {
+            Some("sweep --url loads the service at that URL, not a peer")
+        }
+        Command::SweepAgent(_) => Some("sweep-agent is one client process of a sweep"),
+        Command::DbCeiling(_) => Some("db-ceiling reads the database with blocklab's own client"),
+        Command::Bench(_) | Command::Sweep(_) | Command::Studies(_) | Command::Peers(_) => None,
     }
 }
 

@@ -1,5 +1,5 @@
 //! Flag parsers and flag groups that several subcommands share: durations,
-//! sizes, addresses, database URLs, and the database client settings.
+//! sizes, addresses, database URLs, CPU lists, and the database client settings.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -27,6 +27,58 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 /// Parses `--db`.
 pub fn parse_db(s: &str) -> Result<DbUrl, String> {
     s.parse()
+}
+
+/// A CPU list given on the command line (`1`, `0-1`, `0,2-3`): every CPU in
+/// it is one this process may run on, so that `taskset` cannot refuse it
+/// after minutes of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl CpuList {
+    /// Parses a taskset list strictly, item by item (a word that is not a
+    /// number or a range is an error, not dropped), and checks it against
+    /// this process's affinity ([`crate::proc::allowed_cpus`]; when that
+    /// cannot be read, taskset is left to judge).
+    pub fn parse(s: &str) -> Result<CpuList, String> {
+        let allowed = crate::proc::allowed_cpus();
+        CpuList::parse_within(s, allowed.as_deref())
+    }
+
+    /// As [`CpuList::parse`], against `allowed` (None: not checked).
+    pub fn parse_within(s: &str, allowed: Option<&[usize]>) -> Result<CpuList, String> {
+        let usage = "a CPU list is numbers and ranges, e.g. 1 or 0-1 or 0,2-3";
+        let number =
+            |word: &str| word.parse::<usize>().map_err(|_| format!("'{word}' is not a CPU number ({usage})"));
+        let mut cpus = Vec::new();
+        for item in s.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(format!("'{s}' has an empty item ({usage})"));
+            }
+            match item.split_once('-') {
+                Some((first, last)) => {
+                    let (first, last) = (number(first.trim())?, number(last.trim())?);
+                    if first > last {
+                        return Err(format!("the range {item} runs backwards ({usage})"));
+                    }
+                    cpus.extend(first..=last);
+                }
+                None => cpus.push(number(item)?),
+            }
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        if let Some(allowed) = allowed
+            && let Some(outside) = cpus.iter().find(|cpu| !allowed.contains(cpu))
+        {
+            let allowed: Vec<String> = allowed.iter().map(usize::to_string).collect();
+            return Err(format!(
+                "CPU {outside} is not one this process may run on (its CPUs: {})",
+                allowed.join(",")
+            ));
+        }
+        Ok(CpuList(cpus))
+    }
 }
 
 /// Parses `HOST:PORT`, resolving a name.
@@ -134,5 +186,28 @@ mod tests {
         assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("-1ms").is_err());
+    }
+
+    #[test]
+    fn cpu_lists_parse_strictly_and_within_the_allowed_cpus() {
+        let two: &[usize] = &[0, 1];
+        assert_eq!(CpuList::parse_within("1", Some(two)), Ok(CpuList(vec![1])));
+        assert_eq!(CpuList::parse_within("1,0-1", Some(two)), Ok(CpuList(vec![0, 1])));
+        assert_eq!(CpuList::parse_within(" 0 - 3 ,7", None), Ok(CpuList(vec![0, 1, 2, 3, 7])));
+        for (bad, says) in [
+            ("1,x", "'x' is not a CPU number"),
+            ("", "'' has an empty item"),
+            ("1,", "'1,' has an empty item"),
+            ("-1", "'' is not a CPU number"),
+            ("3-1", "the range 3-1 runs backwards"),
+            ("0-2", "CPU 2 is not one this process may run on (its CPUs: 0,1)"),
+        ] {
+            let err = CpuList::parse_within(bad, Some(two)).unwrap_err();
+            assert!(err.starts_with(says), "{bad:?}: {err}");
+        }
+        // This process's own CPUs are always accepted.
+        let own = crate::proc::allowed_cpus().unwrap();
+        let listed: Vec<String> = own.iter().map(usize::to_string).collect();
+        assert_eq!(CpuList::parse(&listed.join(",")), Ok(CpuList(own)));
     }
 }

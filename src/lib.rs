@@ -35,12 +35,15 @@
 //! subcommand's flags live beside it: `server/args.rs`, `load/args.rs`,
 //! [`seed`], each study's `args.rs`), [`flags`] (parsers several share),
 //! [`command`] (what every command shares) and [`failure`] (exit statuses);
-//! [`peer_check`] (`blocklab peers check`: a peer folder held to its contract).
+//! [`peer_check`] (`blocklab peers check`: a peer folder held to its contract);
+//! [`db_ceiling`] (`blocklab db-ceiling`, hidden: a database's ceiling for the
+//! read with blocklab's own client and no HTTP).
 //! The binary (`src/main.rs`) only parses the command line and calls
 //! [`cli::run`].
 
 pub mod cli;
 pub mod command;
+pub mod db_ceiling;
 pub mod failure;
 pub mod flags;
 pub mod graph;

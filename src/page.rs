@@ -19,6 +19,119 @@ pub struct Chart {
     pub svg: String,
 }
 
+/// A table of a report, built once as data and rendered as Markdown
+/// (`results.md`, stdout) or HTML (`report.html`). A cell holds a figure,
+/// with its range where there is one; what explains a figure goes to the
+/// reading, not into its cell.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Rows, one cell per header.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The most columns a table of a report has: at the width `scripts/screenshots`
+/// renders a page (1,100 px of text), eleven or more run off it or wrap
+/// each cell into a column of short lines.
+pub const MAX_COLUMNS: usize = 10;
+
+/// One column of a table: its header and its cells, top to bottom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Its header.
+    pub header: String,
+    /// Its cells.
+    pub cells: Vec<String>,
+}
+
+impl Column {
+    /// A column named `header` holding `cells`.
+    pub fn new(header: impl Into<String>, cells: Vec<String>) -> Column {
+        Column { header: header.into(), cells }
+    }
+}
+
+impl Table {
+    /// GitHub-flavoured Markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("| {} |\n", self.headers.join(" | "));
+        out += &format!("|{}\n", "---|".repeat(self.headers.len()));
+        for row in &self.rows {
+            out += &format!("| {} |\n", row.join(" | "));
+        }
+        out
+    }
+
+    /// An HTML `<table>`, every header and cell escaped. A column of
+    /// figures is aligned right, so that their digits line up; a column with
+    /// any words in it (an API, a target, a verdict) left, as text is read.
+    pub fn html(&self) -> String {
+        let text: Vec<bool> = (0..self.headers.len())
+            .map(|c| self.rows.iter().any(|row| row.get(c).is_some_and(|cell| !is_figure(cell))))
+            .collect();
+        let class = |c: usize| if text.get(c) == Some(&true) { " class=\"text\"" } else { "" };
+        let mut out = String::from("<table><thead><tr>");
+        for (c, h) in self.headers.iter().enumerate() {
+            out += &format!("<th{}>{}</th>", class(c), escape(h));
+        }
+        out += "</tr></thead><tbody>";
+        for row in &self.rows {
+            out += "<tr>";
+            for (c, cell) in row.iter().enumerate() {
+                out += &format!("<td{}>{}</td>", class(c), escape(cell));
+            }
+            out += "</tr>";
+        }
+        out + "</tbody></table>"
+    }
+
+    /// Tables of at most [`MAX_COLUMNS`] columns: each begins with the `keys`
+    /// columns (what a row is: a Test ID, a target), then takes the `groups`
+    /// in order, whole, while they fit; a group that fits in no table of its
+    /// own is cut into as many as it needs. Groups keep together what is read
+    /// together (the seed's figure beside the targets', a target's two CPU
+    /// figures), and one table comes out when everything fits in one.
+    pub fn packed(keys: &[Column], groups: Vec<Vec<Column>>) -> Vec<Table> {
+        let room = MAX_COLUMNS.saturating_sub(keys.len()).max(1);
+        let mut tables: Vec<Vec<Column>> = Vec::new();
+        let mut current: Vec<Column> = Vec::new();
+        for group in groups.into_iter().filter(|g| !g.is_empty()) {
+            if current.len() + group.len() > room && !current.is_empty() {
+                tables.push(std::mem::take(&mut current));
+            }
+            for column in group {
+                if current.len() == room {
+                    tables.push(std::mem::take(&mut current));
+                }
+                current.push(column);
+            }
+        }
+        if !current.is_empty() {
+            tables.push(current);
+        }
+        let rows = keys.first().map_or(0, |k| k.cells.len());
+        tables
+            .into_iter()
+            .map(|columns| {
+                let all: Vec<&Column> = keys.iter().chain(&columns).collect();
+                Table {
+                    headers: all.iter().map(|c| c.header.clone()).collect(),
+                    rows: (0..rows)
+                        .map(|r| all.iter().map(|c| c.cells.get(r).cloned().unwrap_or_default()).collect())
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether a cell holds a figure (with its range, sign or unit of %) or a
+/// dash, rather than words.
+pub fn is_figure(cell: &str) -> bool {
+    cell.chars().all(|c| c.is_ascii_digit() || " .,()–+-—%".contains(c))
+}
+
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -32,9 +145,7 @@ h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-
 .sub { color: #57606a; margin-top: 0; }
 table { border-collapse: collapse; margin: .8rem 0; font-size: .88rem; }
 th, td { border: 1px solid #d0d7de; padding: .28rem .55rem; text-align: right; }
-th { background: #f6f8fa; } td:nth-child(3), th:nth-child(3) { text-align: left; }
-.normalized td:nth-child(2), .normalized th:nth-child(2) { text-align: left; }
-.normalized td:nth-child(3) { text-align: right; }
+th { background: #f6f8fa; } th.text, td.text { text-align: left; }
 ul.reading li { margin: .35rem 0; }
 p.answer { font-size: 1.05rem; margin: .5rem 0; }
 .warn { background: #fff8c5; border: 1px solid #d4a72c; padding: .5rem .8rem; border-radius: 6px; }
@@ -264,4 +375,45 @@ pub fn canvas(svg: &mut String, size: (u32, u32)) -> Result<DrawingArea<SVGBacke
     let root = SVGBackend::with_string(svg, size).into_drawing_area();
     root.fill(&WHITE)?;
     Ok(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns(prefix: &str, n: usize) -> Vec<Column> {
+        (0..n).map(|i| Column::new(format!("{prefix}{i}"), vec![format!("{i}")])).collect()
+    }
+
+    #[test]
+    fn tables_are_packed_by_whole_groups_within_the_page() {
+        let keys = columns("key", 2);
+        // Two groups of 4 fit beside the keys in one table of 10.
+        let one = Table::packed(&keys, vec![columns("a", 4), columns("b", 4)]);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].headers, ["key0", "key1", "a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3"]);
+        // A group that does not fit beside the first starts a table of its own, keys first.
+        let two = Table::packed(&keys, vec![columns("a", 5), columns("b", 4)]);
+        assert_eq!(two.iter().map(|t| t.headers.len()).collect::<Vec<_>>(), [7, 6]);
+        assert_eq!(two[1].headers[..3], ["key0", "key1", "b0"]);
+        assert_eq!(two[1].rows, [["0", "1", "0", "1", "2", "3"]]);
+        // A group wider than a page is cut.
+        let cut = Table::packed(&keys, vec![columns("a", 19)]);
+        assert_eq!(cut.iter().map(|t| t.headers.len()).collect::<Vec<_>>(), [10, 10, 5]);
+        assert!(cut.iter().all(|t| t.headers.len() <= MAX_COLUMNS));
+    }
+
+    #[test]
+    fn a_table_renders_as_markdown_and_as_escaped_html() {
+        let t = Table {
+            headers: vec!["Test ID".into(), "API".into()],
+            rows: vec![vec!["1".into(), "/test".into()], vec!["2".into(), "<b>".into()]],
+        };
+        assert_eq!(t.markdown(), "| Test ID | API |\n|---|---|\n| 1 | /test |\n| 2 | <b> |\n");
+        assert_eq!(
+            t.html(),
+            "<table><thead><tr><th>Test ID</th><th class=\"text\">API</th></tr></thead><tbody><tr><td>1</td>\
+             <td class=\"text\">/test</td></tr><tr><td>2</td><td class=\"text\">&lt;b&gt;</td></tr></tbody></table>"
+        );
+    }
 }

@@ -43,8 +43,10 @@ Builds DIR into .local/peers/NAME/ (scripts/peers build), starts it on a free lo
   its ready line (`listening on http://HOST:PORT` on stdout), GET /test (200 `works`);
   study 2 (/delay in endpoints): /delay?ms=100 answers {\"success\":true} no sooner than
   100 ms, a bad ms (abc, -1, 600001) is a 400;
-  study 1 (/getData… in endpoints): started with --db URL --nodes N, each endpoint it lists
-  answers the node ?id= asks for, an id outside 1..N is a 400;
+  study 1 (/getData… in endpoints): started with --db bolt://HOST:PORT --nodes N (a user and
+  password in the URL go to its environment as NEO4J_USER and NEO4J_PASSWORD, never on its
+  command line), each endpoint it lists answers the node ?id= asks for, an id outside 1..N
+  is a 400;
   then it stops within --stop-within of SIGTERM.
 Exit status: 0 when every check passed, 1 when one failed, 2 for a usage error.
 
@@ -52,7 +54,8 @@ Examples:
   blocklab peers check ~/my-server
   blocklab peers check ~/my-server --ready-within 2m     # a JVM that takes its time to start
   blocklab peers check peers/python-neo4j --db neo4j --nodes 1000   # starts, seeds and wipes a Neo4j
-  blocklab peers check ~/my-api --db bolt://127.0.0.1:7687 --nodes 10000   # your Neo4j, seeded";
+  blocklab peers check ~/my-api --db bolt://127.0.0.1:7687 --nodes 10000   # your Neo4j, seeded
+  NEO4J_PASSWORD=… blocklab peers check ~/my-api --db bolt://127.0.0.1:7687   # with authentication on";
 
 /// Flags of `blocklab peers`.
 #[derive(Debug, Args)]
@@ -79,7 +82,8 @@ pub struct CheckArgs {
 
     /// A study-1 peer's Neo4j: `neo4j` (one the check starts, seeds with --nodes and wipes:
     /// scripts/neo4j, as bench does), or one of yours, seeded (`blocklab seed --db URL --nodes N`):
-    /// bolt://HOST:PORT.
+    /// bolt://[USER:PASSWORD@]HOST:PORT (the peer gets the credentials as NEO4J_USER and
+    /// NEO4J_PASSWORD; without, it inherits those variables).
     #[arg(long, value_name = "neo4j|URL")]
     pub db: Option<String>,
 
@@ -180,7 +184,7 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
     let targets = Targets { exe, peers };
     // A managed Neo4j lives until the check ends (dropped: stopped and wiped).
     let mut managed = None;
-    let run_args = match &args.db {
+    let database = match &args.db {
         Some(db) if !studies.reads.is_empty() => {
             let url = if db == MANAGED {
                 match managed_neo4j(&targets, args.nodes) {
@@ -205,19 +209,29 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
             } else {
                 db.clone()
             };
-            vec!["--db".to_string(), url, "--nodes".to_string(), args.nodes.to_string()]
+            // read_manifest took it as a Neo4j URL; its errors never quote credentials.
+            Some(url.parse::<DbUrl>().map_err(|e| Failure::Usage(format!("--db: {e}")))?)
         }
-        _ => Vec::new(),
+        _ => None,
+    };
+    // As bench starts it: `--db` without credentials, them in its environment.
+    let spec = match &database {
+        Some(db) => targets
+            .peer_spec(
+                &peer,
+                &["--db".to_string(), db.to_string(), "--nodes".to_string(), args.nodes.to_string()],
+            )
+            .database_credentials(db),
+        None => targets.peer_spec(&peer, &[]),
     };
     let started = Instant::now();
-    let mut server =
-        match crate::harness::launch::server(targets.peer_spec(&peer, &run_args), args.ready_within) {
-            Ok(server) => server.process,
-            Err(reason) => {
-                not_ready(&mut verdicts, &reason, args.ready_within);
-                return verdicts.outcome(&peer.name);
-            }
-        };
+    let mut server = match crate::harness::launch::server(spec, args.ready_within) {
+        Ok(server) => server.process,
+        Err(reason) => {
+            not_ready(&mut verdicts, &reason, args.ready_within);
+            return verdicts.outcome(&peer.name);
+        }
+    };
     verdicts.ok(&format!(
         "ready: `listening on http://{}` after {:.1} s",
         server.addr(),
@@ -351,8 +365,8 @@ fn read_manifest(dir: &Path, args: &CheckArgs, verdicts: &mut Verdicts) -> Optio
             Some(_) => {
                 verdicts.fail(
                     "--db is not a Neo4j URL",
-                    "a study-1 peer reads Neo4j: --db neo4j (one the check starts), or --db bolt://HOST:PORT \
-                     (yours, authentication off)",
+                    "a study-1 peer reads Neo4j: --db neo4j (one the check starts), or --db \
+                     bolt://[USER:PASSWORD@]HOST:PORT (yours)",
                 );
                 fine = false;
             }
@@ -478,7 +492,8 @@ fn check_reads(verdicts: &mut Verdicts, addr: SocketAddr, paths: &[&str], args: 
             Ok(a) => verdicts.fail(
                 &format!("GET {asked} answered {} `{}`", a.status, shorten(&a.body)),
                 "read MATCH (n:Content {id: $id}) RETURN n from --db and answer 200 with its properties \
-                 (503 means the database could not be reached: is --db right?)",
+                 (503 means the database could not be reached or refused the credentials: is --db right? \
+                 do you read NEO4J_USER and NEO4J_PASSWORD?)",
             ),
             Err(e) => {
                 verdicts.fail(&format!("GET {asked}: {e}"), "serve each study-1 endpoint peer.toml lists")

@@ -134,7 +134,7 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "--target", "tomcat"], "unknown --target 'tomcat'"),
         (vec!["bench", "--target", "play"], "a peer target reads Neo4j"),
         (vec!["bench", "--db-warm", "5s"], "--db neo4j only"),
-        (vec!["bench", "--db", "neo4j", "--db-cpus", "x"], "names no CPU"),
+        (vec!["bench", "--db", "neo4j", "--db-cpus", "x"], "'x' is not a CPU number"),
         (vec!["bench", "--model", "pool"], "use --model reactive or --model lean"),
         (vec!["bench", "--model", "actors"], "--model"),
         (vec!["bench", "--db", "falkor://127.0.0.1:1", "--embedded-read", "cypher"], "--db embedded only"),
@@ -174,10 +174,23 @@ fn failed_servers_fail_their_test_only_with_the_reason_everywhere() {
     std::fs::write(&script, FAULTY_SERVER).unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let report = out.join("report");
-    // /getData at 5 ms per read on one worker takes ~2 s a run, so the kill lands mid-run.
+    // /getData at 5 ms per read on one worker takes ~2 s a run, so the kill lands mid-run (--cold:
+    // no warm-up before the runs, in which it would land instead).
     let run = common::output_within(
         Command::new(env!("CARGO_BIN_EXE_blocklab"))
-            .args(["bench", "--apis", "1,2,3", "-n", "400", "--db-latency", "5ms", "--workers", "1", "--out"])
+            .args([
+                "bench",
+                "--cold",
+                "--apis",
+                "1,2,3",
+                "-n",
+                "400",
+                "--db-latency",
+                "5ms",
+                "--workers",
+                "1",
+                "--out",
+            ])
             .arg(&report)
             .env("BLOCKLAB_SERVER_EXE", &script)
             .env("REAL_BLOCKLAB", env!("CARGO_BIN_EXE_blocklab")),
@@ -245,6 +258,17 @@ fn an_interrupted_bench_stops_its_servers_and_writes_partial_results() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results["interrupted"], true);
     assert_eq!(results["tests"][0]["status"], "interrupted");
+    // The protocol: warmed (not --cold), the warm-up under way when the interrupt came finished
+    // and recorded, not counted as a run.
+    let protocol = &results["conditions"]["protocol"];
+    assert_eq!(
+        (protocol["cold"].as_bool(), protocol["paused"].as_bool()),
+        (Some(false), Some(true)),
+        "{protocol}"
+    );
+    assert_eq!(protocol["order"][0], "run 1: blocklab", "{protocol}");
+    assert!(results["tests"][0]["warm"]["requests"].as_u64().unwrap() > 0, "{:#}", results["tests"][0]);
+    assert!(results["tests"][0]["runs"].as_array().unwrap().is_empty());
     assert!(std::fs::read_to_string(out.join("report.html")).unwrap().contains("interrupted"));
     // No server is left behind (--nodes 4321 marks this test's servers).
     let left =

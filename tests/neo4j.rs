@@ -2,7 +2,8 @@
 //! through `scripts/neo4j`, which sets `NEO4J_URI`): seeding, every endpoint
 //! through blocklab's Bolt client, no wrong answer while clients cut requests off, and the
 //! resilience of the service when the database dies under load and comes
-//! back. With `CI=true` a missing server is a failure, not a skip.
+//! back. Without `NEO4J_URI` the tests skip, saying so; under `scripts/test`
+//! (`BLOCKLAB_NO_SKIP=1`) that is a failure.
 
 mod common;
 

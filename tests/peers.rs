@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use blocklab::harness::peers::{Peer, PeerKind, Runtime, read_manifests};
 use common::{
-    Listening, get, get_concurrently, managed_neo4j_pid, neo4j_uri, seed_neo4j, test_behind_frozen_reads,
+    Listening, get, get_concurrently, neo4j_to_freeze, neo4j_uri, seed_neo4j, test_behind_frozen_reads,
 };
 
 fn peer(name: &str) -> Listening {
@@ -234,6 +234,8 @@ const NODES: u64 = 1000;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn python_neo4j_answers_the_node_and_only_get_data_blocks_its_event_loop() {
     let Some(uri) = neo4j_uri() else { return };
+    // Before anything else: the model checks freeze it.
+    let neo4j = neo4j_to_freeze(&uri);
     seed_neo4j(&uri, NODES);
     let mut server = peer_with("python-neo4j", &["--db", &uri, "--nodes", &NODES.to_string()]);
     let addr = server.addr;
@@ -258,25 +260,18 @@ async fn python_neo4j_answers_the_node_and_only_get_data_blocks_its_event_loop()
             assert!(reply.json()["error"].is_string(), "{path}{bad}: {}", reply.body);
         }
     }
-    match managed_neo4j_pid(&uri) {
-        Some(neo4j) => {
-            // One blocking read holds the event loop: nothing else is served.
-            let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData", 1).await;
-            assert!(
-                behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
-                "/test answered in {behind_blocking:?} behind a blocking read: it did not hold the event loop"
-            );
-            for path in ["/getDataAsync", "/getDataAsync2", "/getDataSpawnBlocking"] {
-                let behind = test_behind_frozen_reads(addr, neo4j, path, 8).await;
-                assert!(
-                    behind.is_some_and(|t| t < Duration::from_secs(1)),
-                    "/test took {behind:?} behind 8 reads of {path}: they held the event loop"
-                );
-            }
-        }
-        None => eprintln!(
-            "the model checks skipped: {uri} is not a Neo4j that scripts/neo4j started (no pid to freeze)"
-        ),
+    // One blocking read holds the event loop: nothing else is served.
+    let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData", 1).await;
+    assert!(
+        behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
+        "/test answered in {behind_blocking:?} behind a blocking read: it did not hold the event loop"
+    );
+    for path in ["/getDataAsync", "/getDataAsync2", "/getDataSpawnBlocking"] {
+        let behind = test_behind_frozen_reads(addr, neo4j, path, 8).await;
+        assert!(
+            behind.is_some_and(|t| t < Duration::from_secs(1)),
+            "/test took {behind:?} behind 8 reads of {path}: they held the event loop"
+        );
     }
     server.sigterm();
     let code = server.exit_within(Duration::from_secs(20));

@@ -3,15 +3,16 @@
 //! answers, bad ids are 400, and the execution models hold as the seed built
 //! them: with Neo4j frozen (SIGSTOP), blocking reads take all of Play's
 //! default-dispatcher threads so that even `/test` waits behind them, while
-//! the same number of async reads leave it free. With `CI=true` a missing
-//! Neo4j is a failure, not a skip.
+//! the same number of async reads leave it free. Without `NEO4J_URI` the
+//! test skips, saying so (under `scripts/test`, `BLOCKLAB_NO_SKIP=1`, it
+//! fails); a Neo4j it cannot freeze is always a failure.
 
 mod common;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Listening, get, managed_neo4j_pid, neo4j_uri, seed_neo4j, test_behind_frozen_reads};
+use common::{Listening, get, neo4j_to_freeze, neo4j_uri, seed_neo4j, test_behind_frozen_reads};
 
 const NODES: u64 = 1000;
 
@@ -35,6 +36,8 @@ fn play(uri: &str) -> Listening {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plays_endpoints_answer_blocklabs_node_and_its_models_hold() {
     let Some(uri) = neo4j_uri() else { return };
+    // Before anything else: the model checks freeze it.
+    let neo4j = neo4j_to_freeze(&uri);
     seed_neo4j(&uri, NODES);
     let mut server = play(&uri);
     let addr = server.addr;
@@ -68,27 +71,20 @@ async fn plays_endpoints_answer_blocklabs_node_and_its_models_hold() {
         }
     }
 
-    match managed_neo4j_pid(&uri) {
-        Some(neo4j) => {
-            // The seed's /getData blocks a dispatcher thread per read: with more
-            // reads waiting than threads, /test queues behind them.
-            let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData", IN_FLIGHT).await;
-            assert!(
-                behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
-                "/test answered in {behind_blocking:?} behind {IN_FLIGHT} blocking reads: they did not hold the dispatcher"
-            );
-            // The async reads hold no thread while they wait.
-            for path in ["/getDataAsync", "/getDataAkkaAsync"] {
-                let behind_async = test_behind_frozen_reads(addr, neo4j, path, IN_FLIGHT).await;
-                assert!(
-                    behind_async.is_some_and(|t| t < Duration::from_secs(1)),
-                    "/test took {behind_async:?} behind {IN_FLIGHT} reads of {path}: they held the dispatcher"
-                );
-            }
-        }
-        None => eprintln!(
-            "the model checks skipped: {uri} is not a Neo4j that scripts/neo4j started (no pid to freeze)"
-        ),
+    // The seed's /getData blocks a dispatcher thread per read: with more
+    // reads waiting than threads, /test queues behind them.
+    let behind_blocking = test_behind_frozen_reads(addr, neo4j, "/getData", IN_FLIGHT).await;
+    assert!(
+        behind_blocking.is_none_or(|t| t >= Duration::from_secs(1)),
+        "/test answered in {behind_blocking:?} behind {IN_FLIGHT} blocking reads: they did not hold the dispatcher"
+    );
+    // The async reads hold no thread while they wait.
+    for path in ["/getDataAsync", "/getDataAkkaAsync"] {
+        let behind_async = test_behind_frozen_reads(addr, neo4j, path, IN_FLIGHT).await;
+        assert!(
+            behind_async.is_some_and(|t| t < Duration::from_secs(1)),
+            "/test took {behind_async:?} behind {IN_FLIGHT} reads of {path}: they held the dispatcher"
+        );
     }
 
     server.sigterm();

@@ -3,7 +3,7 @@
 //! endpoint through both clients under the two servers of study 1 (`reactive`
 //! and `lean`), the execution models kept on a database whose every read
 //! takes 50 ms, bad input refused in one line before anything is served, and
-//! PostgreSQL killed under load and started again. With `CI=true` a missing
+//! PostgreSQL killed under load and started again. With `BLOCKLAB_NO_SKIP=1` (scripts/test) a missing
 //! server is a failure, not a skip.
 
 mod common;

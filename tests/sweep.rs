@@ -419,27 +419,58 @@ async fn connections_beyond_the_per_address_count_come_from_the_next_loopback_ad
     assert_eq!(peers, expected);
 }
 
-/// Under a descriptor limit of 1200, of which 1024 are kept spare: `pool`,
-/// which has no admission control, is not run at 500 (its own limit, read
-/// from it, allows 176), and the report says why; `lean` runs every level,
-/// restarted with as many worker processes as the level needs (⌈500 / 176⌉
-/// = 3), its 500 requests sent by as many client processes and merged —
-/// unless the sweep may raise its hard limit (CAP_SYS_RESOURCE), in which
-/// case every level runs.
+/// `program` under a descriptor limit of `limit` (soft and hard) that it
+/// cannot raise: `prlimit` lowers it, and as root `setpriv` first drops
+/// CAP_SYS_RESOURCE from the bounding set and the inheritable one (root
+/// regains every capability of the bounding set at exec, and with this one
+/// a sweep would raise its hard limit and run every level). Anyone else
+/// gains no capability at exec: prlimit alone holds.
+fn limited_to(limit: u64, program: &str) -> std::process::Command {
+    let euid = procfs::process::Process::myself().and_then(|me| me.status()).map(|status| status.euid);
+    let mut command = if euid.unwrap() == 0 {
+        let mut setpriv = std::process::Command::new("setpriv");
+        setpriv.args(["--bounding-set", "-sys_resource", "--inh-caps", "-sys_resource", "prlimit"]);
+        setpriv
+    } else {
+        std::process::Command::new("prlimit")
+    };
+    command.arg(format!("--nofile={limit}:{limit}")).arg(program);
+    command
+}
+
+/// The blocklab binary under [`limited_to`].
+fn blocklab_limited_to(limit: u64) -> std::process::Command {
+    let mut command = limited_to(limit, env!("CARGO_BIN_EXE_blocklab"));
+    command.env("RUST_LOG", "warn");
+    command
+}
+
+/// The wrapper the two tests below rely on holds on any machine: under it,
+/// even root cannot raise the hard limit by one.
+#[test]
+fn the_descriptor_limit_of_the_wrapper_cannot_be_raised() {
+    let raised = output_within(limited_to(400, "sh").args(["-c", "ulimit -Hn 401"]), Duration::from_secs(10));
+    let refused = String::from_utf8_lossy(&raised.stderr);
+    assert!(!raised.status.success() && refused.contains("Operation not permitted"), "{refused}");
+    let held = output_within(limited_to(400, "sh").args(["-c", "ulimit -Hn"]), Duration::from_secs(10));
+    assert_eq!(String::from_utf8_lossy(&held.stdout).trim(), "400");
+}
+
+/// Under a descriptor limit of 1200 it cannot raise, of which 1024 are kept
+/// spare: `pool`, which has no admission control, is not run at 500 (its own
+/// limit, read from it, allows 176), and the report says why; `lean` runs
+/// every level, restarted with as many worker processes as the level needs
+/// (⌈500 / 176⌉ = 3), its 500 requests sent by as many client processes and
+/// merged.
 #[test]
 fn a_target_without_admission_control_is_not_run_past_its_descriptors_and_lean_gets_workers() {
     let dir = temp_dir("sweep-nofile");
-    let mut limited = std::process::Command::new("prlimit");
-    limited.arg("--nofile=1200:1200").arg(env!("CARGO_BIN_EXE_blocklab")).env("RUST_LOG", "warn");
     let args = ["--targets", "lean,pool", "--levels", "50,500", "--delay", "100ms", "--timeout", "10s"];
-    let (out, results) = sweep_in(limited, &dir, &args, &[]);
+    let (out, results) = sweep_in(blocklab_limited_to(1200), &dir, &args, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     common::validate_schema("schema/sweep-results.json", &results);
     let (lean, pool) = (target(&results, "lean"), target(&results, "pool"));
-    if results["descriptor_limit"].as_u64().unwrap() >= 500 + 1024 {
-        assert_eq!(pool["highest_full_success"], 500, "raised, so run: {pool:#}");
-        return;
-    }
+    assert_eq!(results["descriptor_limit"], 1200, "the limit the sweep ran under, not raised");
     assert_eq!(pool["admission"], false);
     assert_eq!(pool["descriptor_limit"], 1200, "{pool:#}");
     assert_eq!(pool["steps"][0]["status"], "run", "{pool:#}");
@@ -465,7 +496,7 @@ fn a_target_without_admission_control_is_not_run_past_its_descriptors_and_lean_g
 }
 
 /// A 503 is a refusal, its own outcome: lean, one worker process under a
-/// limit of 400 descriptors, sent 600 requests at once by two client
+/// limit of 400 descriptors it cannot raise, sent 600 requests at once by two client
 /// processes, admits what its descriptors allow and refuses the rest at
 /// once, from the descriptor it keeps in reserve. Every request is served
 /// or refused, none times out, lean is alive after; the table, the reading
@@ -473,8 +504,6 @@ fn a_target_without_admission_control_is_not_run_past_its_descriptors_and_lean_g
 #[test]
 fn refusals_are_counted_apart_from_timeouts_and_failures() {
     let dir = temp_dir("sweep-refused");
-    let mut limited = std::process::Command::new("prlimit");
-    limited.arg("--nofile=400:400").arg(env!("CARGO_BIN_EXE_blocklab")).env("RUST_LOG", "warn");
     let args = [
         "--targets",
         "lean",
@@ -489,13 +518,12 @@ fn refusals_are_counted_apart_from_timeouts_and_failures() {
         "--connections-per-process",
         "300",
     ];
-    let (out, results) = sweep_in(limited, &dir, &args, &[]);
+    let (out, results) = sweep_in(blocklab_limited_to(400), &dir, &args, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     common::validate_schema("schema/sweep-results.json", &results);
     let lean = target(&results, "lean");
-    if results["descriptor_limit"].as_u64().unwrap() > 400 {
-        return; // raised (CAP_SYS_RESOURCE): lean admits all 600
-    }
+    assert_eq!(results["descriptor_limit"], 400, "the limit the sweep ran under, not raised");
+    assert_eq!(lean["descriptor_limit"], 400, "{lean:#}");
     let step = &lean["steps"][0];
     let outcomes = &step["load"]["outcomes"];
     let count = |name: &str| outcomes[name].as_u64().unwrap_or(0);

@@ -26,12 +26,16 @@ not there, 503 when the database cannot be reached, 500 otherwise.
 Prints "listening on http://HOST:PORT" once it accepts (port 0 picks a free one; the
 line gives the real port) and exits 0 on SIGTERM. The drivers connect lazily (the
 server starts, and answers 503, without a database); each keeps its own pool of 100
-connections (the driver's default, as the Play peer's Java driver), authentication off.
+connections (the driver's default, as the Play peer's Java driver). The database's user
+and password come from the environment, NEO4J_USER (default neo4j) and NEO4J_PASSWORD
+(none set: no authentication), as blocklab reads them: never from the command line, which
+`ps` shows to anyone; a --db that carries them is refused, and no message quotes them.
 """
 
 import asyncio
 import contextlib
 import json
+import os
 import random
 import re
 import signal
@@ -56,6 +60,7 @@ UNAVAILABLE = (
     neo4j.exceptions.SessionExpired,
     neo4j.exceptions.TransientError,
     neo4j.exceptions.ConnectionPoolError,
+    neo4j.exceptions.AuthError,
     OSError,
     asyncio.TimeoutError,
 )
@@ -75,7 +80,7 @@ class Graph:
 
     def __init__(self, db):
         self.db = db
-        self.sync = neo4j.GraphDatabase.driver(db, auth=None, max_connection_pool_size=POOL)
+        self.sync = neo4j.GraphDatabase.driver(db, auth=auth_from_environment(), max_connection_pool_size=POOL)
         self.async_ = None  # made on the event loop, at startup
 
     def read_blocking(self, node_id):
@@ -104,6 +109,25 @@ class Graph:
         return Problem(500, "database query failed")
 
 
+def auth_from_environment():
+    """(user, password) from NEO4J_USER (default neo4j) and NEO4J_PASSWORD; None without a password."""
+    password = os.environ.get("NEO4J_PASSWORD")
+    if password is None:
+        return None
+    return (os.environ.get("NEO4J_USER", "neo4j"), password)
+
+
+def redacted(text):
+    """`text` with everything between a URL's :// and its last @ (a user and a password, even
+    one holding a '/' or a space) replaced by ***; without a scheme, everything before the last @."""
+    at = text.rfind("@")
+    if at < 0:
+        return text
+    scheme = text.find("://")
+    start = scheme + 3 if 0 <= scheme < at else 0
+    return text[:start] + "***" + text[at:]
+
+
 def content(node_id, records):
     """The node's properties as blocklab answers them, or the Problem of a missing or odd node."""
     if not records:
@@ -128,7 +152,8 @@ def make_app(db, nodes):
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
-        graph.async_ = neo4j.AsyncGraphDatabase.driver(db, auth=None, max_connection_pool_size=POOL)
+        graph.async_ = neo4j.AsyncGraphDatabase.driver(db, auth=auth_from_environment(),
+                                                       max_connection_pool_size=POOL)
         yield
         await graph.async_.close()
         graph.sync.close()
@@ -196,7 +221,7 @@ def parse_args(args):
             sys.exit(0)
         name, eq, value = arg.partition("=")
         if name not in values:
-            fail(f"unknown argument '{arg}' ({USAGE})")
+            fail(f"unknown argument '{redacted(arg)}' ({USAGE})")
         if not eq:
             if i + 1 >= len(args):
                 fail(f"{name} needs a value")
@@ -209,6 +234,9 @@ def parse_args(args):
     host = host.removeprefix("[").removesuffix("]")
     if not host or not port.isdigit() or int(port) > 65535:
         fail(f"--listen takes HOST:PORT, got '{listen}'")
+    if "@" in db:
+        fail(f"--db takes bolt://HOST:PORT with no user or password (give them as NEO4J_USER and "
+             f"NEO4J_PASSWORD in the environment), got '{redacted(db)}'")
     url = urllib.parse.urlsplit(db)
     try:
         valid = url.scheme == "bolt" and url.hostname and url.port is not None

@@ -9,6 +9,13 @@ use url::Url;
 /// `Url::set_password` would leave as is.
 pub const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
+/// The variable that holds a Neo4j user when a URL names none (default
+/// `neo4j`), read by blocklab and by every peer that reads Neo4j.
+pub const NEO4J_USER: &str = "NEO4J_USER";
+/// The variable that holds a Neo4j password when a URL has none; unset: no
+/// authentication.
+pub const NEO4J_PASSWORD: &str = "NEO4J_PASSWORD";
+
 pub fn encode(s: &str) -> String {
     utf8_percent_encode(s, COMPONENT).to_string()
 }
@@ -34,16 +41,24 @@ pub fn with_credentials(base: &str, credentials: Option<&(String, String)>) -> S
 
 /// `text` with the user-info part of every URL in it (`scheme://user:pass@`)
 /// replaced by `***`, so that a message quoting a database URL never shows a
-/// password.
+/// password. The user-info ends at the URL's last `@`, not at its first `/`:
+/// a password typed without percent-encoding may hold a `/`, `#` or `?`, and
+/// in a quoted URL (`'…'`, as clap quotes a bad value) even a space. A path
+/// holding an `@` is hidden too, which costs a reader nothing.
 pub fn redact_credentials(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         let (head, tail) = rest.split_at(at + 3);
         out.push_str(head);
-        let authority_end =
-            tail.find(|c: char| c == '/' || c == '\'' || c == '"' || c.is_whitespace()).unwrap_or(tail.len());
-        match tail[..authority_end].rfind('@') {
+        let before_scheme =
+            head[..at].trim_end_matches(|c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        let url_end = match before_scheme.chars().next_back() {
+            Some(quote @ ('\'' | '"')) => tail.find(quote),
+            _ => tail.find(|c: char| c == '\'' || c == '"' || c.is_whitespace()),
+        }
+        .unwrap_or(tail.len());
+        match tail[..url_end].rfind('@') {
             Some(userinfo_end) => {
                 out.push_str("***");
                 rest = &tail[userinfo_end..];

@@ -32,7 +32,7 @@ pub use backend::{
     CONTENT_LABEL, CONTENT_QUERY, Content, DEFAULT_ASYNC_CONNECTIONS, DbSettings, GraphBackend, GraphError,
     ReadFuture, SEED_QUERY, SeedReport,
 };
-pub use credentials::redact_credentials;
+pub use credentials::{NEO4J_PASSWORD, NEO4J_USER, redact_credentials};
 use credentials::{decode, encode, with_credentials};
 
 pub use dataset::content_record;
@@ -143,6 +143,21 @@ impl FromStr for DbUrl {
 }
 
 impl DbUrl {
+    /// The credentials of a Neo4j URL as the environment of a process that
+    /// reads it (a peer, the ceiling client): [`NEO4J_USER`] and
+    /// [`NEO4J_PASSWORD`], the variables blocklab reads itself when a URL has
+    /// none. Empty for a URL without credentials (the process then reads the
+    /// variables it inherits, as blocklab does) and for other databases (no
+    /// peer reads them).
+    pub fn credentials_env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            DbUrl::Neo4j(Neo4jTarget { credentials: Some((user, password)), .. }) => {
+                vec![(NEO4J_USER, user.clone()), (NEO4J_PASSWORD, password.clone())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// The URL with its credentials, to hand to a child process through its
     /// environment (`BLOCKLAB_DB`) — never to print, log or put on a command line.
     pub fn full_url(&self) -> String {
@@ -274,6 +289,24 @@ mod tests {
         assert_eq!(redact_credentials("falkor://h:6379 and x"), "falkor://h:6379 and x");
         assert_eq!(redact_credentials("a://u@h b://v:w@i"), "a://***@h b://***@i");
         assert_eq!(redact_credentials("no url"), "no url");
+        // A password typed without percent-encoding: a '/' or '#' in it, a space inside quotes.
+        assert_eq!(redact_credentials("'bolt://u:p/w@h:1' x"), "'bolt://***@h:1' x");
+        assert_eq!(redact_credentials("bolt://u:p#w/x@h:1 and y"), "bolt://***@h:1 and y");
+        assert_eq!(
+            redact_credentials("invalid value 'bolt://u:p w@h:1' for '--db <DB>'"),
+            "invalid value 'bolt://***@h:1' for '--db <DB>'"
+        );
+        assert_eq!(redact_credentials("\"neo4j://a b@h\" c@d"), "\"neo4j://***@h\" c@d");
+        assert_eq!(redact_credentials("é://x é://u:p@h"), "é://x é://***@h");
+    }
+
+    #[test]
+    fn a_neo4j_urls_credentials_become_the_variables_blocklab_reads() {
+        let env = "bolt://neo4j:p%40ss%2Fw@h:7687".parse::<DbUrl>().unwrap().credentials_env();
+        assert_eq!(env, [("NEO4J_USER", "neo4j".to_string()), ("NEO4J_PASSWORD", "p@ss/w".to_string())]);
+        assert_eq!("bolt://u@h:1".parse::<DbUrl>().unwrap().credentials_env()[1].1, "");
+        assert!("bolt://h:7687".parse::<DbUrl>().unwrap().credentials_env().is_empty());
+        assert!("falkor://u:p@h:1".parse::<DbUrl>().unwrap().credentials_env().is_empty());
     }
 
     #[test]

@@ -42,6 +42,9 @@ impl ManagedNeo4j {
             .own_group()
             .prepare()
             .into_command();
+        // Authentication off, as every client blocklab starts on it expects,
+        // whatever the user's shell says (scripts/neo4j reads NEO4J_AUTH).
+        command.env_remove("NEO4J_AUTH");
         let out = command.output().map_err(|e| format!("cannot run {}: {e}", script.display()))?;
         let pid = std::fs::read_to_string(root.join(format!(".local/neo4j/{port}/pid")))
             .ok()

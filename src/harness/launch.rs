@@ -27,6 +27,7 @@ use super::cgroup::{MemoryCgroup, Version};
 use super::peers::{OUTSIDE_FOLDERS_VAR, Peer, Peers};
 use super::process::ServerProcess;
 pub use super::runtime::{Runtime, go_memory_limit, jvm_heap_flags};
+use crate::graph::DbUrl;
 
 /// What a study wants started. Built from what to run ([`Spec::program`],
 /// [`Spec::peer`], [`Spec::client_peer`]; a target's comes from
@@ -156,6 +157,15 @@ impl Spec {
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Spec {
         self.env.push((key.into(), value.into()));
         self
+    }
+
+    /// Reading the database `db`: the credentials its URL carries go into
+    /// the environment ([`DbUrl::credentials_env`]: `NEO4J_USER`,
+    /// `NEO4J_PASSWORD`), never onto the command line, where `ps` and
+    /// `/proc/PID/cmdline` show them to anyone and the outputs would keep
+    /// them; the process gets the URL without them ([`DbUrl`]'s `Display`).
+    pub fn database_credentials(self, db: &DbUrl) -> Spec {
+        db.credentials_env().into_iter().fold(self, |spec, (key, value)| spec.env(key, value))
     }
 
     /// With this stdin (a client driven on it; none: inherited).
@@ -396,6 +406,22 @@ mod tests {
             command_line(&server.command()),
             format!("{script} run go-nethttp --listen 127.0.0.1:0 --nodes 10")
         );
+    }
+
+    #[test]
+    fn a_databases_credentials_go_into_the_environment_and_never_onto_the_command_line() {
+        let db: DbUrl = "bolt://reader:s3cr%2Ft@127.0.0.1:7687".parse().unwrap();
+        let command = Spec::program("/bin/peer", ["--db".to_string(), db.to_string()])
+            .database_credentials(&db)
+            .pinned(Some("0"))
+            .prepare()
+            .command;
+        assert_eq!(command_line(&command), "taskset -c 0 /bin/peer --db bolt://127.0.0.1:7687");
+        assert_eq!(env_of(&command, "NEO4J_USER").as_deref(), Some("reader"));
+        assert_eq!(env_of(&command, "NEO4J_PASSWORD").as_deref(), Some("s3cr/t"));
+        let without: DbUrl = "bolt://127.0.0.1:7687".parse().unwrap();
+        let command = Spec::program("/bin/peer", ["x"]).database_credentials(&without).command();
+        assert_eq!(env_of(&command, "NEO4J_PASSWORD"), None, "inherited, as blocklab reads them");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use serde_json::json;
 use super::launch;
 use super::process::ServerProcess;
 use super::target::Targets;
+use crate::graph::redact_credentials;
 
 /// The name of the link peer (`peers/toxiproxy/`).
 pub const PEER: &str = "toxiproxy";
@@ -334,17 +335,24 @@ fn whole_millis(d: Duration, what: &str) -> Result<u64, String> {
 /// `url` with its host and port replaced by `addr`'s (credentials, path and
 /// query kept).
 pub fn through(url: &str, addr: SocketAddr) -> Result<String, String> {
-    let mut parsed = url::Url::parse(url).map_err(|e| format!("'{url}' is not a URL: {e}"))?;
-    parsed.set_ip_host(addr.ip()).map_err(|()| format!("'{url}' has no host to replace"))?;
-    parsed.set_port(Some(addr.port())).map_err(|()| format!("'{url}' takes no port"))?;
+    // A database URL may carry a password: an error quotes it redacted.
+    let mut parsed =
+        url::Url::parse(url).map_err(|e| format!("'{}' is not a URL: {e}", redact_credentials(url)))?;
+    parsed
+        .set_ip_host(addr.ip())
+        .map_err(|()| format!("'{}' has no host to replace", redact_credentials(url)))?;
+    parsed
+        .set_port(Some(addr.port()))
+        .map_err(|()| format!("'{}' takes no port", redact_credentials(url)))?;
     Ok(parsed.to_string())
 }
 
 /// `HOST:PORT` of a database URL: the upstream of a proxy in front of it.
 pub fn upstream_of(url: &str) -> Result<String, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("'{url}' is not a URL: {e}"))?;
-    let host = parsed.host_str().ok_or_else(|| format!("'{url}' has no host"))?;
-    let port = parsed.port().ok_or_else(|| format!("'{url}' has no port"))?;
+    let parsed =
+        url::Url::parse(url).map_err(|e| format!("'{}' is not a URL: {e}", redact_credentials(url)))?;
+    let host = parsed.host_str().ok_or_else(|| format!("'{}' has no host", redact_credentials(url)))?;
+    let port = parsed.port().ok_or_else(|| format!("'{}' has no port", redact_credentials(url)))?;
     Ok(format!("{host}:{port}"))
 }
 

@@ -397,9 +397,28 @@ pub fn validate_schema(schema_path: &str, document: &serde_json::Value) {
     }
 }
 
+/// The variable `scripts/test` sets: with it (or with `CI=true`, as a CI
+/// sets it) a test that cannot run fails instead of skipping, so that a run
+/// that passes has run every test.
+pub const NO_SKIP_VAR: &str = "BLOCKLAB_NO_SKIP";
+
+/// Whether a test that cannot run must fail ([`NO_SKIP_VAR`]=1 or `CI=true`).
+pub fn no_skip() -> bool {
+    std::env::var(NO_SKIP_VAR).is_ok_and(|v| v == "1") || std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A test that cannot run, for the reason `why`: under [`no_skip`] a
+/// failure; otherwise `skipped: WHY` on stderr, and the caller returns.
+pub fn skip(why: &str) {
+    assert!(
+        !no_skip(),
+        "{why}; the tests may not skip under {NO_SKIP_VAR}=1 or CI=true (scripts/test sets it)"
+    );
+    eprintln!("skipped: {why}");
+}
+
 /// The Neo4j server the database tests use (`NEO4J_URI`, which `scripts/test`
-/// sets after starting one with `scripts/neo4j`), or None (skip) outside CI;
-/// with `CI=true` a missing one is a failure.
+/// sets after starting one with `scripts/neo4j`), or None ([`skip`]).
 pub fn neo4j_uri() -> Option<String> {
     database_from_env("NEO4J_URI", "Neo4j", "scripts/neo4j")
 }
@@ -415,13 +434,20 @@ pub fn postgres_url() -> Option<String> {
 fn database_from_env(var: &str, name: &str, script: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(uri) if !uri.is_empty() => Some(uri),
-        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!(
-                "CI=true but {var} is not set: the {name} tests must run in CI (scripts/test starts {name})"
-            )
-        }
         _ => {
-            eprintln!("skipped: {var} is not set (scripts/test starts {name} with {script} and sets it)");
+            skip(&format!("{var} is not set (scripts/test starts {name} with {script} and sets it)"));
+            None
+        }
+    }
+}
+
+/// The FalkorDB server the database tests use (`FALKOR_URL`, which
+/// `scripts/test` sets after starting one with `scripts/falkordb`), or None ([`skip`]).
+pub fn falkor_url() -> Option<String> {
+    match std::env::var("FALKOR_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            skip("FALKOR_URL is not set (scripts/test starts FalkorDB with scripts/falkordb and sets it)");
             None
         }
     }
@@ -437,14 +463,23 @@ pub fn seed_neo4j(uri: &str, nodes: u64) {
     assert!(output.status.success(), "seed failed: {}", String::from_utf8_lossy(&output.stderr));
 }
 
-/// The pid of the Neo4j that `scripts/neo4j start PORT` runs for `uri`, if it
-/// is one (its pid file in `.local/neo4j/PORT/`).
-pub fn managed_neo4j_pid(uri: &str) -> Option<u32> {
-    let port = uri.rsplit(':').next()?.trim_end_matches('/');
+/// The pid of the Neo4j that `scripts/neo4j start PORT` runs for `uri` (its
+/// pid file in `.local/neo4j/PORT/`), for a test that freezes it to check an
+/// execution model: a failure, never a skip, when `uri` is not such a Neo4j
+/// (the model checks are the test's point).
+pub fn neo4j_to_freeze(uri: &str) -> u32 {
+    let port = uri.rsplit(':').next().unwrap_or_default().trim_end_matches('/');
     let pidfile =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".local/neo4j").join(port).join("pid");
-    let pid: u32 = std::fs::read_to_string(pidfile).ok()?.trim().parse().ok()?;
-    std::path::Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+    let pid = std::fs::read_to_string(&pidfile).ok().and_then(|text| text.trim().parse::<u32>().ok());
+    match pid {
+        Some(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => pid,
+        _ => panic!(
+            "{uri} is not a Neo4j that scripts/neo4j started (no live pid in {}), so the model checks \
+             cannot freeze it: start one with scripts/neo4j start PORT and set NEO4J_URI to it",
+            pidfile.display()
+        ),
+    }
 }
 
 fn signal(pid: u32, name: &str) {

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::run::{BenchDb, BenchPlan, parse_apis};
+use super::run::{BenchDb, BenchPlan, DB_WARM_MAX, TARGET_WARM, parse_apis};
 use super::stall::StallSpec;
-use crate::flags::{DbClientArgs, parse_duration};
+use crate::flags::{CpuList, DbClientArgs, parse_duration};
 use crate::graph::{DbUrl, EmbeddedRead};
-use crate::harness::placement::{Placement, parse_cpu_list};
+use crate::harness::placement::Placement;
 use crate::harness::target::{Target, Targets};
 use crate::server::{Endpoint, Model};
 
@@ -69,13 +69,14 @@ pub struct BenchArgs {
     /// Graph database: 'embedded', 'neo4j' (a Neo4j 5.26 the bench starts, seeds, warms and wipes:
     /// scripts/neo4j), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (one you run, seeded with `blocklab seed`).
     #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
-          value_parser = clap::builder::ValueParser::new(BenchDb::parse), value_name = "DB")]
+          value_parser = clap::builder::ValueParser::new(parse_bench_db), value_name = "DB")]
     pub db: BenchDb,
 
-    /// CPUs of the database `--db neo4j` starts (a taskset list) [default: the load generator's:
-    /// Neo4j and the load share CPU 1, the server gets CPU 0, as measured best on this 2-core machine].
-    #[arg(long, value_name = "LIST")]
-    pub db_cpus: Option<String>,
+    /// CPUs of the database `--db neo4j` starts (a taskset list, within this process's CPUs)
+    /// [default: the load generator's: Neo4j and the load share CPU 1, the server gets CPU 0,
+    /// as measured best on this 2-core machine].
+    #[arg(long, value_parser = clap::builder::ValueParser::new(CpuList::parse), value_name = "LIST")]
+    pub db_cpus: Option<CpuList>,
 
     /// The longest `--db neo4j` is warmed under load before the matrix: it is warmed in 15 s
     /// windows until two in a row cost it the same CPU per read within 5 % (its JIT: CPU per
@@ -151,6 +152,24 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub workers: Option<u16>,
 
+    /// Each fresh server's warm-up on a Test ID before its measured runs, not counted: the same
+    /// closed loop (-c connections) for every target, Rust included: a JIT's compilation, a pool's
+    /// connections [default: 5s; none with --quick or --cold].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub warm: Option<Duration>,
+
+    /// The seed's protocol: each fresh server measured at once, with no warm-up (a JVM peer is then
+    /// measured while its JIT compiles: Play's first run of 8,000 requests was the slowest on every
+    /// Test ID). The outputs say which protocol ran.
+    #[arg(long, conflicts_with = "warm")]
+    pub cold: bool,
+
+    /// How many times each endpoint of each target meets the stall of --db-stall, on the same warmed
+    /// server, in alternating order: a difference between targets is claimed only where the rounds'
+    /// ranges do not overlap [default: 2, or 1 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10), value_name = "N")]
+    pub db_stall_rounds: Option<u32>,
+
     /// A small matrix (one run of 600 requests per API; a cold JVM on a peer): a first look.
     #[arg(long)]
     pub quick: bool,
@@ -225,11 +244,15 @@ impl BenchArgs {
                 "--db-stall stalls the link to a networked database (neo4j, bolt://, falkor://)".to_string()
             );
         }
-        if (self.db_stall_rate.is_some() || self.db_stall_apis.is_some() || self.db_stall_targets.is_some())
+        if (self.db_stall_rate.is_some()
+            || self.db_stall_apis.is_some()
+            || self.db_stall_targets.is_some()
+            || self.db_stall_rounds.is_some())
             && self.db_stall.is_none()
         {
             return Err(
-                "--db-stall-rate, --db-stall-apis and --db-stall-targets shape --db-stall's runs: give --db-stall too"
+                "--db-stall-rate, --db-stall-apis, --db-stall-targets and --db-stall-rounds shape --db-stall's runs: \
+                 give --db-stall too"
                     .to_string(),
             );
         }
@@ -252,20 +275,16 @@ impl BenchArgs {
         };
         let placement = Placement::detect();
         let db_cpus = match &self.db_cpus {
-            Some(list) => {
-                let cpus = parse_cpu_list(list);
-                if cpus.is_empty() {
-                    return Err(format!("--db-cpus '{list}' names no CPU (e.g. 1 or 0-1)"));
-                }
-                cpus
-            }
+            Some(CpuList(cpus)) => cpus.clone(),
             None => placement.load_cpus.clone(),
         };
         if self.db != BenchDb::Managed && (self.db_cpus.is_some() || self.db_warm.is_some()) {
             return Err("--db-cpus and --db-warm apply to --db neo4j only".to_string());
         }
         let db_warm = match self.db {
-            BenchDb::Managed => self.db_warm.unwrap_or(Duration::from_secs(if self.quick { 5 } else { 180 })),
+            BenchDb::Managed => {
+                self.db_warm.unwrap_or(if self.quick { Duration::from_secs(5) } else { DB_WARM_MAX })
+            }
             _ => Duration::ZERO,
         };
         let requests = self.requests.unwrap_or(if self.quick { 600 } else { 100_000 });
@@ -308,12 +327,44 @@ impl BenchArgs {
             nodes: self.nodes,
             workers: self.workers.map(usize::from),
             quick: self.quick,
+            cold: self.cold || (self.quick && self.warm.is_none()),
+            target_warm: self.warm.unwrap_or(TARGET_WARM),
+            db_stall_rounds: self.db_stall_rounds.unwrap_or(if self.quick { 1 } else { 2 }),
             out,
             exe,
             progress: false,
             placement,
         })
     }
+}
+
+/// Every form `bench --db` takes, as its error lists them: a database the
+/// bench learns adds its form here.
+pub const BENCH_DB_FORMS: &[&str] = &[
+    "embedded",
+    "neo4j (one the bench starts)",
+    "falkor://HOST:PORT[/GRAPH]",
+    "bolt://HOST:PORT or neo4j://HOST:PORT",
+];
+
+/// Parses `bench --db`. [`DbUrl`]'s own error lists the forms `serve` takes,
+/// without the bench's `neo4j`: a value that names no form the bench knows
+/// gets the bench's whole list instead, and a URL of a known scheme that is
+/// malformed keeps its reason, with the list after it.
+fn parse_bench_db(s: &str) -> Result<BenchDb, String> {
+    BenchDb::parse(s).map_err(|why| {
+        let forms = BENCH_DB_FORMS.join(", ");
+        let Some((scheme, _)) = s.split_once("://") else {
+            return format!("not a database; --db takes {forms}");
+        };
+        // The scheme alone, tried on a well-formed URL: does any form take it? (Only the part
+        // before :// is quoted: a password comes after it.)
+        if format!("{scheme}://127.0.0.1:1").parse::<DbUrl>().is_err() {
+            return format!("no database speaks {scheme}://; --db takes {forms}");
+        }
+        let reason = why.split_once(" (expected").map_or(why.as_str(), |(reason, _)| reason);
+        format!("{reason}; --db takes {forms}")
+    })
 }
 
 /// Parses `--target`: a comma list of `blocklab` (each endpoint under its own
@@ -337,6 +388,23 @@ pub fn parse_targets(list: &str, available: &Targets) -> Result<Vec<Target>, Str
 mod target_tests {
     use super::*;
     use crate::harness::target::BLOCKLAB;
+
+    #[test]
+    fn a_wrong_db_is_answered_with_every_form() {
+        assert_eq!(parse_bench_db("neo4j"), Ok(BenchDb::Managed));
+        assert_eq!(parse_bench_db("embedded"), Ok(BenchDb::Url(DbUrl::Embedded)));
+        for (bad, says) in [
+            ("neo4k", "not a database; --db takes "),
+            ("mysql://u:secret@h:1", "no database speaks mysql://; --db takes "),
+            ("bolt://h:notaport", "invalid port number in the database URL; --db takes "),
+            ("bolt://h:1/x", "bolt:// takes no path (got '/x'); --db takes "),
+        ] {
+            let err = parse_bench_db(bad).unwrap_err();
+            assert!(err.starts_with(says), "{bad}: {err}");
+            assert!(err.ends_with(&BENCH_DB_FORMS.join(", ")) && !err.contains("secret"), "{bad}: {err}");
+            assert_eq!(err.matches("expected").count(), 0, "one list of forms: {err}");
+        }
+    }
 
     #[test]
     fn targets_parse_from_the_checkouts_peers() {

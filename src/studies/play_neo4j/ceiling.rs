@@ -1,9 +1,12 @@
-//! Neo4j's ceiling for the study's one-node read: how many reads per second
-//! the managed Neo4j answers when nothing but a driver stands in front of it
-//! (`peers/neo4j-ceiling`: the Java driver 4.4.20's async API, C reads in
-//! flight, no HTTP, every answer's id checked). The line every database
-//! endpoint is measured against: a server that reaches it adds nothing of its
-//! own to the database's limit.
+//! The database's ceiling for the study's one-node read: how many reads per
+//! second the managed database answers when nothing but a driver stands in
+//! front of it, C reads in flight, no HTTP, every answer's id checked. It is
+//! measured once per client, because two drivers cost the database different
+//! CPU per read: with blocklab's own client (`blocklab db-ceiling`, the code
+//! its non-blocking endpoints run) and with the Java driver 4.4.20's async API
+//! (`peers/neo4j-ceiling`, Play's driver). Each target's reads are weighed
+//! against its own driver's: a server that reaches it adds nothing of its own
+//! to the database's limit, and one above it means the ceiling is wrong.
 //!
 //! Measured twice per bench, after the database is warm: before the matrix
 //! and again after it, so that the two bracket the matrix (a database still
@@ -14,20 +17,25 @@
 //! (the client marks its start on stderr).
 
 use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::graph::DbUrl;
 use crate::harness::database::ManagedNeo4j;
 use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
 
-/// The peer that measures it.
+/// The peer that measures it with the Java driver.
 pub const PEER: &str = "neo4j-ceiling";
-/// Reads kept in flight (as the warm-up's connections).
-pub const CONCURRENCY: usize = 64;
+/// Reads kept in flight at least: blocklab's async pool by default
+/// ([`crate::graph::DEFAULT_ASYNC_CONNECTIONS`]); the bench raises it to the
+/// largest pool of any target measured, so that no server has more reads in
+/// flight than the ceiling had.
+pub const CONCURRENCY: usize = crate::graph::DEFAULT_ASYNC_CONNECTIONS;
 
 /// Whose client a ceiling was measured with. A server's reads are weighed
 /// against the ceiling of the driver it uses: two drivers cost the database
@@ -128,40 +136,77 @@ pub fn window(quick: bool) -> (Duration, Duration) {
     }
 }
 
-/// Runs the ceiling client once against `db`, reached at `url` (directly,
-/// or through the link of `--db-rtt`), pinned to `cpus` when given,
-/// and reads its JSON line. The error says why there is no ceiling (the peer
-/// not built, the client failed, it hung past its window plus a minute).
+/// Where and how a ceiling is measured: the database (its CPU is read over
+/// the window), the URL the client reads (directly, or through the link of
+/// `--db-rtt`), the nodes, the reads in flight, the client's CPUs (the
+/// servers'), and the CPU counts of the database and the client.
+pub struct CeilingRun<'a> {
+    /// The managed database.
+    pub db: &'a ManagedNeo4j,
+    /// The URL with its credentials: it reaches the client through its
+    /// environment only.
+    pub url: &'a str,
+    /// Content nodes.
+    pub nodes: u64,
+    /// Reads in flight.
+    pub concurrency: usize,
+    /// The client's CPUs (a taskset list), when pinned.
+    pub cpus: Option<&'a str>,
+    /// CPUs of the database and of the client.
+    pub cpu_counts: (usize, usize),
+    /// `--quick`: a shorter window.
+    pub quick: bool,
+}
+
+/// Runs `client` once as `run` says, and reads its JSON line. The error says
+/// why there is no ceiling (the client not built, it failed, it hung past its
+/// window plus a minute).
 pub fn measure(
     peers: &Peers,
-    db: &ManagedNeo4j,
-    url: &str,
-    nodes: u64,
-    cpus: Option<&str>,
-    cpu_counts: (usize, usize),
-    quick: bool,
+    exe: &Path,
+    client: CeilingClient,
+    run: &CeilingRun,
 ) -> Result<Ceiling, String> {
-    if !peers.is_built(PEER) {
-        return Err(format!("peers/{PEER} is not built (scripts/peers build {PEER})"));
-    }
-    let (seconds, warmup) = window(quick);
-    let args = [
-        "--db".to_string(),
-        url.to_string(),
-        "--nodes".to_string(),
-        nodes.to_string(),
-        "--concurrency".to_string(),
-        CONCURRENCY.to_string(),
-        "--seconds".to_string(),
-        seconds.as_secs().to_string(),
-        "--warmup".to_string(),
-        warmup.as_secs().to_string(),
-    ];
-    let spec = Spec::client_peer(peers, PEER, args)
-        .pinned(cpus)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let (seconds, warmup) = window(run.quick);
+    // The URL without its credentials on the command line, them in the
+    // client's environment (NEO4J_USER, NEO4J_PASSWORD; blocklab's own reads
+    // BLOCKLAB_DB): `ps` shows a command line.
+    let db_url: DbUrl = run.url.parse().map_err(|e| format!("the ceiling client's database: {e}"))?;
+    let spec = match client {
+        CeilingClient::JavaDriver => {
+            if !peers.is_built(PEER) {
+                return Err(format!("peers/{PEER} is not built (scripts/peers build {PEER})"));
+            }
+            let args = [
+                "--db".to_string(),
+                db_url.to_string(),
+                "--nodes".to_string(),
+                run.nodes.to_string(),
+                "--concurrency".to_string(),
+                run.concurrency.to_string(),
+                "--seconds".to_string(),
+                seconds.as_secs().to_string(),
+                "--warmup".to_string(),
+                warmup.as_secs().to_string(),
+            ];
+            Spec::client_peer(peers, PEER, args).database_credentials(&db_url)
+        }
+        CeilingClient::Blocklab => {
+            let args = [
+                "db-ceiling".to_string(),
+                "--nodes".to_string(),
+                run.nodes.to_string(),
+                "--concurrency".to_string(),
+                run.concurrency.to_string(),
+                "--seconds".to_string(),
+                format!("{}s", seconds.as_secs()),
+                "--warmup".to_string(),
+                format!("{}s", warmup.as_secs()),
+            ];
+            Spec::program(exe, args).env("BLOCKLAB_DB", run.url)
+        }
+    };
+    let spec = spec.pinned(run.cpus).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = launch::client(spec)?;
     let (lines_tx, lines) = mpsc::channel();
     let stderr = child.stderr.take().ok_or("no stderr")?;
@@ -180,7 +225,7 @@ pub fn measure(
         match lines.recv_timeout(left) {
             Ok(line) => {
                 if line.contains("measuring") {
-                    cpu_at_start = db.cpu_time();
+                    cpu_at_start = run.db.cpu_time();
                 }
                 tail.push(line);
                 if tail.len() > 10 {
@@ -198,7 +243,7 @@ pub fn measure(
             }
         }
     }
-    let cpu_at_end = db.cpu_time();
+    let cpu_at_end = run.db.cpu_time();
     let mut stdout = String::new();
     if let Some(mut out) = child.stdout.take() {
         let _ = out.read_to_string(&mut stdout);
@@ -223,13 +268,15 @@ pub fn measure(
     };
     let reads_per_s = num("reads_per_s").unwrap_or(0.0);
     let client_cpu_per_read_us = num("client_cpu_us_per_read");
-    let (db_cpus, client_cpus) = cpu_counts;
+    let (db_cpus, client_cpus) = run.cpu_counts;
+    let words = match client {
+        CeilingClient::JavaDriver => format!("{PEER}: neo4j-java-driver 4.4.20, async API"),
+        CeilingClient::Blocklab => "blocklab db-ceiling: blocklab's own client, non-blocking".to_string(),
+    };
     Ok(Ceiling {
         bound: Some(bound(reads_per_s, db_cpu_per_query_us, db_cpus, client_cpu_per_read_us, client_cpus)),
-        client: format!(
-            "{PEER}: neo4j-java-driver 4.4.20, async API, {CONCURRENCY} reads in flight, no HTTP"
-        ),
-        cpus: cpus.map_or_else(|| "not pinned".to_string(), |c| format!("CPU {c}")),
+        client: format!("{words}, {} reads in flight, no HTTP", run.concurrency),
+        cpus: run.cpus.map_or_else(|| "not pinned".to_string(), |c| format!("CPU {c}")),
         seconds: seconds.as_secs_f64(),
         warmup_s: warmup.as_secs_f64(),
         reads,
@@ -246,7 +293,7 @@ pub fn measure(
 /// The line the bench prints for it.
 pub fn describe(c: &Ceiling) -> String {
     format!(
-        "Neo4j's ceiling: {:.0} reads/s (p50 {:.1} ms, p99 {:.1} ms, {} errors, {} wrong answers; Neo4j {} µs CPU \
+        "the database's ceiling: {:.0} reads/s (p50 {:.1} ms, p99 {:.1} ms, {} errors, {} wrong answers; Neo4j {} µs CPU \
          per read, the client {} µs; {}; {} on {}, {:.0} s after {:.0} s of warm-up)",
         c.reads_per_s,
         c.p50_ms,

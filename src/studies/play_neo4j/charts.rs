@@ -112,9 +112,13 @@ pub fn all(results: &BenchResults) -> Vec<Chart> {
 /// every target, second by second, the stall shaded.
 fn stalls(results: &BenchResults) -> Vec<Chart> {
     let targets = results.target_names();
-    let mut apis: Vec<(super::results::TestId, &str)> =
-        results.stalls.iter().map(|s| (s.test_id, s.api.as_str())).collect();
-    apis.dedup();
+    // Each endpoint once, however its rounds and targets were interleaved.
+    let mut apis: Vec<(super::results::TestId, &str)> = Vec::new();
+    for s in &results.stalls {
+        if !apis.iter().any(|(id, _)| *id == s.test_id) {
+            apis.push((s.test_id, s.api.as_str()));
+        }
+    }
     let mut charts = Vec::new();
     for (test_id, api) in apis {
         let records: Vec<&super::stall::StallRecord> =
@@ -161,11 +165,20 @@ fn stall_timeline(
             .legend(|(x, y)| {
                 Rectangle::new([(x, y - 5), (x + 18, y + 5)], RGBColor(0, 0, 0).mix(0.15).filled())
             });
-        for record in records {
-            let i = targets.iter().position(|t| *t == record.target).unwrap_or(0);
+        // A series per target and round, each its own colour; a round is
+        // named only when its target ran more than one.
+        let mut ordered: Vec<&&super::stall::StallRecord> = records.iter().collect();
+        ordered.sort_by_key(|r| (targets.iter().position(|t| *t == r.target), r.round));
+        for (i, record) in ordered.into_iter().enumerate() {
+            let rounds = records.iter().filter(|r| r.target == record.target).count();
+            let name = if rounds > 1 {
+                format!("{} round {}", record.target, record.round)
+            } else {
+                record.target.clone()
+            };
             let points: Vec<(f64, f64)> =
                 record.seconds.iter().map(|s| (s.second as f64 + 0.5, s.rps)).collect();
-            draw_family_line(&mut chart, i, results.family(&record.target), &record.target, &points)?;
+            draw_family_line(&mut chart, i, results.family(&record.target), &name, &points)?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present()?;
@@ -224,7 +237,9 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
         let label = if u.bound.as_deref() == Some("client") {
             format!("Neo4j's ceiling here: ≥ {c:.0} reads/s (a lower bound: {client} ran out of CPU first)")
         } else {
-            format!("Neo4j's ceiling here: {c:.0} reads/s ({client}, no HTTP; the higher of before and after)")
+            format!(
+                "Neo4j's ceiling here: {c:.0} reads/s ({client}, no HTTP; the higher of before and after)"
+            )
         };
         (c, label)
     });

@@ -58,7 +58,7 @@ pub fn faults() -> Vec<(Toxic, &'static str)> {
                 Stream::Downstream,
                 Fault::SlowClose { delay: Duration::from_millis(1500) },
             ),
-            "a slow close (each close held 1.5 s)",
+            "a slow close (each close delayed 1.5 s)",
         ),
     ]
 }
@@ -307,7 +307,7 @@ pub fn sentence(r: &FaultRecord) -> String {
         String::new()
     };
     format!(
-        "{} {} under {} ({}, {:.0} s): {} of {} requests answered right while it held, failed: {}, the longest \
+        "{} {} under {} ({}, {:.0} s): {} of {} requests answered right while it lasted, failed: {}, the longest \
          {:.0} ms; {recovered}{wrong}.",
         r.target,
         r.api,

@@ -7,19 +7,7 @@ use super::tables::{self, Table};
 use crate::page::{Chart, STYLE, charts_html, escape};
 
 fn table(t: &Table) -> String {
-    let mut out = String::from("<table><thead><tr>");
-    for h in &t.headers {
-        out += &format!("<th>{}</th>", escape(h));
-    }
-    out += "</tr></thead><tbody>";
-    for row in &t.rows {
-        out += "<tr>";
-        for cell in row {
-            out += &format!("<td>{}</td>", escape(cell));
-        }
-        out += "</tr>";
-    }
-    out + "</tbody></table>"
+    t.html()
 }
 
 const GLOSSARY: [(&str, &str); 13] = [
@@ -104,14 +92,18 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
         escape(&results.conditions.database_name),
         escape(&tables::placement(results))
     );
-    body += &table(&tables::side_by_side(results));
+    for section in tables::side_by_side(results) {
+        body += &section.html();
+    }
     let (first, rest): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| c.file == "side_by_side.svg");
     body += &charts_html(first);
     let (stall_charts, rest): (Vec<&Chart>, Vec<&Chart>) =
         rest.into_iter().partition(|c| c.file.starts_with("stall-"));
     if let Some(t) = tables::stalls(results) {
         body += &format!("<h2>The database stalls</h2><p>{}</p>", escape(&tables::stalls_how(results)));
-        body += &table(&t);
+        for t in &t {
+            body += &table(t);
+        }
         body += &charts_html(stall_charts);
     }
     if let Some(t) = tables::faults(results) {
@@ -119,7 +111,9 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
             "<h2>Faults on the link, under load</h2><p>{}</p>",
             escape(&tables::faults_how(results))
         );
-        body += &table(&t);
+        for t in &t {
+            body += &table(t);
+        }
     }
     body += "<h2>Reading</h2><ul class=\"reading\">";
     for s in reading {
@@ -131,14 +125,14 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     body += "<h2>Normalized to /test, beside the seed</h2>";
     body += "<p>Absolute numbers from different machines do not compare; the fraction of the HTTP stack's ceiling \
              each model keeps does. The seed's figures are the better of its two runs, on a 4-core laptop.</p>";
-    body += "<div class=\"normalized\">";
     body += &table(&tables::normalized(results));
-    body += "</div>";
     body += "<h2>Charts</h2>";
     body += &charts_html(rest);
     body += "<h2>What the server said about itself</h2>";
     body += "<p>Sampled from each server's <code>/metrics</code> every 250 ms during the run, and from /proc.</p>";
-    body += &table(&tables::extra_columns(results));
+    for section in tables::extra_columns(results) {
+        body += &section.html();
+    }
     body += "<h2>What the figures mean</h2><table class=\"glossary\"><tbody>";
     for (name, meaning) in GLOSSARY {
         body += &format!("<tr><td><strong>{}</strong></td><td>{}</td></tr>", escape(name), escape(meaning));

@@ -212,7 +212,7 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
     println!("placement: {}", tables::placement(&results));
     if results.target_names().len() > 1 || results.conditions.db_warm_s > 0.0 {
         println!();
-        print!("{}", tables::side_by_side(&results).markdown());
+        print!("{}", report::sections(&tables::side_by_side(&results)));
     }
     println!();
     println!("wall time {:.0} s; {} files in {}", results.wall_s, written.len(), plan.out.display());

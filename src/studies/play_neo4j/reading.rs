@@ -71,8 +71,8 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if let Some((_, r)) = best(results, Endpoint::GetData) {
         match ceiling {
             Some(c) => out.push(format!(
-                "/getData: {} req/s against a ceiling of {} req/s ({} ÷ {} ms): {} is held for the whole \
-                 simulated round trip, so at most {} read{} in flight at once while 200 connections wait. Workers \
+                "/getData: {} req/s against a ceiling of {} req/s ({} ÷ {} ms): {} is blocked for the whole \
+                 simulated round trip, so at most {} read{} in flight at once while {} connections wait. Workers \
                  {} busy — {} — at {}.",
                 rps(r.rps),
                 rps(c),
@@ -81,6 +81,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
                 w_label(workers),
                 workers,
                 if workers == 1.0 { " is" } else { "s are" },
+                p.connections,
                 pct(r.server.http_busy_ratio),
                 if r.server.http_busy_ratio > 0.8 && r.rps < 1.2 * c {
                     "blocked in the sleep, not computing"
@@ -91,12 +92,13 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             )),
             None if !embedded => out.push(format!(
                 "/getData: {} req/s. {} waits on the socket for each database round trip (server-side mean {} ms), \
-                 so at most {} read{} in flight at once while 200 connections wait; workers {} busy.",
+                 so at most {} read{} in flight at once while {} connections wait; workers {} busy.",
                 rps(r.rps),
                 capitalize(&w_label(workers)),
                 ms(r.server.server_mean_ms),
                 workers,
                 if workers == 1.0 { " is" } else { "s are" },
+                p.connections,
                 pct(r.server.http_busy_ratio)
             )),
             None => out.push(format!(
@@ -146,7 +148,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     if let Some((_, r)) = best(results, Endpoint::GetDataAkkaAsync) {
         out.push(format!(
             "/getDataAkkaAsync: {} req/s. The actor only starts each read and moves on: up to {} reads were in flight \
-             at once, its mailbox held at most {} messages.",
+             at once, and at most {} messages waited in its mailbox.",
             rps(r.rps),
             r.server.async_reads_in_flight_max,
             r.server.async_mailbox_max
@@ -166,7 +168,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             format!(", against {} for /getDataAsync", server_cpu(a.server_cpu_per_request_us))
         });
         out.push(format!(
-            "/getDataSpawnBlocking (the idiomatic fix): {} req/s. Each read holds a blocking-pool thread instead of a \
+            "/getDataSpawnBlocking (the idiomatic fix): {} req/s. Each read occupies a blocking-pool thread instead of a \
              worker; the pool grew to {} threads, at {}{}.",
             rps(r.rps),
             r.server.blocking_threads_max,
@@ -214,26 +216,7 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     let mut out = Vec::new();
     let targets = results.target_names();
     let c = &results.conditions;
-    if let Some(w) = &c.warm_up {
-        let costs: Vec<String> = w.cpu_per_read_us.iter().map(|u| format!("{u:.0}")).collect();
-        out.push(format!(
-            "The database, {}, was warmed under load before the matrix until its CPU per read stopped falling \
-             (Neo4j's JIT makes a query about 3× cheaper over its first ~2 minutes, and a cold one would make \
-             whichever server ran first look slow): {:.0} s, its CPU per read in each window {} µs{}.",
-            c.database_name,
-            w.seconds,
-            costs.join(", "),
-            if w.settled {
-                ", the last two within 5 % of each other: warm".to_string()
-            } else {
-                format!(
-                    ", and it had not settled when the maximum ({:.0} s, --db-warm) ran out: every figure below \
-                     may still carry the database's drift",
-                    w.max_s
-                )
-            }
-        ));
-    }
+    out.extend(c.warm_up.as_ref().map(|w| warm_up_sentence(&c.database_name, w)));
     out.extend(ceiling_sentences(results));
     if targets.len() < 2 {
         return out;
@@ -285,6 +268,54 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     out
 }
 
+/// How the database was warmed before the matrix, from its windows: how
+/// long, its CPU per read in each, how much cheaper a read became, and
+/// whether it had settled; when the maximum ran out first, how much its
+/// last windows still fell.
+fn warm_up_sentence(database: &str, w: &super::results::WarmUp) -> String {
+    let costs = &w.cpu_per_read_us;
+    let list: Vec<String> = costs.iter().map(|u| format!("{u:.0}")).collect();
+    let fell = match (costs.first(), costs.last()) {
+        (Some(first), Some(last)) if costs.len() > 1 && *last > 0.0 && *first > *last => {
+            format!(", a read {:.1}× cheaper at the end than at the start", first / last)
+        }
+        _ => String::new(),
+    };
+    let last: &[f64] = &costs[costs.len().saturating_sub(3)..];
+    let mean = last.iter().sum::<f64>() / last.len().max(1) as f64;
+    let spread = last.iter().map(|u| (u - mean).abs()).fold(0.0, f64::max) / mean.max(1e-9);
+    let end = if w.settled {
+        format!(
+            ": warm, its last {} windows within {:.0} % of their mean",
+            last.len(),
+            (spread * 100.0).ceil()
+        )
+    } else {
+        let how = match (last.first(), last.last()) {
+            (Some(a), Some(b)) if last.len() > 1 && b < a => format!(
+                "still falling: its last {} windows went from {a:.0} to {b:.0} µs, {:.0} % less",
+                last.len(),
+                (1.0 - b / a) * 100.0
+            ),
+            _ => {
+                format!("its last {} windows still {:.0} % apart from their mean", last.len(), spread * 100.0)
+            }
+        };
+        format!(
+            ", and its maximum ({:.0} s, --db-warm) ran out with it {how}: every figure below may carry the \
+             database's own change",
+            w.max_s
+        )
+    };
+    format!(
+        "The database, {database}, was warmed under load for {:.0} s before the matrix (a database whose reads \
+         are still getting cheaper favours whichever server runs later); its CPU per read in each window {} \
+         µs{fell}{end}.",
+        w.seconds,
+        list.join(", ")
+    )
+}
+
 /// The database's own ceiling for the read, once per client it was measured
 /// with (before and after the matrix), what set each, and every non-blocking
 /// database endpoint of every target as a share of its own driver's ceiling
@@ -295,10 +326,12 @@ fn ceiling_sentences(results: &BenchResults) -> Vec<String> {
     let mut out = Vec::new();
     for ceiling in &c.ceilings {
         let Some(before) = &ceiling.before else {
+            // The reason, when the record gives one beyond the fact.
+            let why = ceiling.failure.as_deref().filter(|f| !f.is_empty() && *f != "not measured");
             out.push(format!(
-                "The database's ceiling with {} was not measured: {}.",
+                "The database's ceiling with {} was not measured{}.",
                 ceiling.client,
-                ceiling.failure.as_deref().unwrap_or("no reason recorded")
+                why.map_or(String::new(), |w| format!(": {w}"))
             ));
             continue;
         };
@@ -320,7 +353,8 @@ fn ceiling_sentences(results: &BenchResults) -> Vec<String> {
                 used.client_cpu_per_read_us.map_or("?".to_string(), |u| format!("{u:.0}"))
             ),
             Some("neither") => {
-                " Neither side's CPUs were saturated: the reads in flight and their latency set it.".to_string()
+                " Neither side's CPUs were saturated: the reads in flight and their latency set it."
+                    .to_string()
             }
             _ => String::new(),
         };
@@ -335,7 +369,11 @@ fn ceiling_sentences(results: &BenchResults) -> Vec<String> {
             before.db_cpu_per_query_us.map_or("?".to_string(), |u| format!("{u:.0}")),
         ));
     }
-    let mut shares = Vec::new();
+    // Every non-blocking database endpoint of every target, as a share of
+    // its own driver's ceiling: the highest said, and each one above the
+    // limit reported as a defect of that ceiling, with what the database
+    // spent per read under the target and under the ceiling's client.
+    let mut highest: Option<(String, f64)> = None;
     let mut above = Vec::new();
     for endpoint in [
         Endpoint::GetDataAsync,
@@ -344,41 +382,68 @@ fn ceiling_sentences(results: &BenchResults) -> Vec<String> {
         Endpoint::GetDataAkkaAsync2,
     ] {
         let Some(id) = endpoint.test_id() else { continue };
-        let per_target: Vec<String> = results
-            .target_names()
-            .iter()
-            .filter_map(|t| {
-                let r = results.test(t, id).and_then(TestRecord::best)?;
-                let share = c.share(t, r.rps * super::results::reads_per_request(endpoint))?;
-                if share > SHARE_LIMIT {
-                    above.push(format!("{t} {} ({share:.2})", endpoint.path()));
+        let reads = super::results::reads_per_request(endpoint);
+        for t in results.target_names() {
+            let Some(r) = results.test(t, id).and_then(TestRecord::best) else { continue };
+            let (Some(ceiling), Some(share)) = (c.ceiling_for(t), c.share(t, r.rps * reads)) else {
+                continue;
+            };
+            let name = format!("{t} {}", endpoint.path());
+            if highest.as_ref().is_none_or(|(_, h)| share > *h) {
+                highest = Some((name.clone(), share));
+            }
+            if share <= SHARE_LIMIT {
+                continue;
+            }
+            let under_target = r.db_cpu_per_request_us.map(|us| us / reads);
+            let under_ceiling = ceiling.used().and_then(|u| u.db_cpu_per_query_us);
+            let cost = match (under_target, under_ceiling) {
+                (Some(t_us), Some(c_us)) if t_us < c_us * 0.9 => format!(
+                    ", the database spending {t_us:.0} µs of CPU a read under {t} against {c_us:.0} µs under \
+                     {}: that client costs the database more per read than {t}'s does",
+                    ceiling.client
+                ),
+                (Some(t_us), Some(c_us)) => {
+                    format!(
+                        ", the database spending {t_us:.0} µs of CPU a read under {t} and {c_us:.0} µs under the ceiling's client"
+                    )
                 }
-                Some(format!("{t} {share:.2}"))
-            })
-            .collect();
-        if !per_target.is_empty() {
-            shares.push(format!("{} {}", endpoint.path(), per_target.join(", ")));
+                _ => String::new(),
+            };
+            above.push(format!(
+                "{name} read {} times a second against {}'s ceiling of {} ({share:.2}){cost}",
+                rps(r.rps * reads),
+                ceiling.client,
+                rps(ceiling.reads_per_s().unwrap_or(0.0)),
+            ));
         }
     }
-    if !shares.is_empty() {
+    if let Some((name, share)) = highest {
         let against: Vec<String> = results
             .target_names()
             .iter()
-            .filter_map(|t| c.ceiling_client(t).map(|client| format!("{t} against {client}'s")))
+            .map(|t| {
+                match c.ceiling_client(t).filter(|_| c.ceiling_for(t).and_then(|x| x.reads_per_s()).is_some())
+                {
+                    Some(client) => format!("{t} against {client}'s"),
+                    None => format!("{t} against none: its driver's ceiling was not measured"),
+                }
+            })
             .collect();
         out.push(format!(
-            "The non-blocking endpoints' reads per second as a share of the ceiling of each target's driver ({}; \
-             1.00: the server adds no limit of its own; the two-read endpoints count two reads a request): {}.",
+            "Each target's reads per second are weighed against the ceiling of its own driver ({}; the table of \
+             shares gives each endpoint's): the highest share, {name}, {share:.2}{}.",
             against.join(", "),
-            shares.join("; ")
+            if share <= SHARE_LIMIT { format!(", within {SHARE_LIMIT:.2}") } else { String::new() }
         ));
     }
     if !above.is_empty() {
         out.push(format!(
             "Defect: above the ceiling of their own driver by more than {:.0} %: {}. A server cannot read faster \
-             than the database answers its driver with no HTTP in front, so that ceiling was measured wrong.",
+             than the database answers its own driver with no HTTP in front, so that ceiling was measured wrong, \
+             and these shares are not figures of the server.",
             (SHARE_LIMIT - 1.0) * 100.0,
-            above.join(", ")
+            above.join("; ")
         ));
     }
     out
@@ -400,7 +465,7 @@ fn blocking_side_by_side(results: &BenchResults, targets: &[&str]) -> Vec<String
             .map(|(t, r)| {
                 let how = if *t == BLOCKLAB {
                     if endpoint == Endpoint::GetData {
-                        "each read blocks the runtime worker that holds the connection, and every other connection \
+                        "each read blocks the runtime worker that owns the connection, and every other connection \
                          on that worker waits behind it (the anti-pattern the study shows)"
                             .to_string()
                     } else {
@@ -489,36 +554,65 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
     if let Some(sentence) = blocking_cost_per_target(results, &targets) {
         out.push(sentence);
     }
-    // The stall, one sentence per target: how its endpoints came through.
+    // The stall, one sentence per target: how its endpoints came through,
+    // each figure a median with its range when it ran more than one round.
+    let groups = super::stall::by_endpoint(&results.stalls);
     for target in &targets {
-        let runs: Vec<&super::stall::StallRecord> =
-            results.stalls.iter().filter(|s| s.target == *target).collect();
-        let Some(first) = runs.first() else { continue };
-        let each: Vec<String> = runs
-            .iter()
-            .map(|s| {
-                let failed = s.failed_during + s.failed_after;
-                match s.recovered_after_s {
-                    _ if !s.survived => format!("{} did not survive", s.api),
-                    Some(after) => format!("{} recovered {after} s after it, {failed} failed", s.api),
-                    None => match s.recovered_in_spread_after_s {
-                        Some(after) => format!(
-                            "{} had not recovered by the run's end with its p99 within 10 % or 2 ms of before (a \
-                             rule {} of its {} steady seconds met themselves), but was back within the steady \
-                             seconds' own spread (p99 up to {:.1} ms) {after} s after it, {failed} failed",
-                            s.api,
-                            s.steady_back().0,
-                            s.steady_back().1,
-                            s.steady_p99_max_ms
-                        ),
-                        None => format!("{} had not recovered by the run's end, {failed} failed", s.api),
-                    },
-                }
-            })
-            .collect();
-        out.push(format!("{target} when the database stalled ({}): {}.", first.stall, each.join("; ")));
+        let mine: Vec<&super::stall::StallRounds<'_>> =
+            groups.iter().filter(|g| g.first().target == *target).collect();
+        let Some(first) = mine.first() else { continue };
+        let each: Vec<String> = mine.iter().map(|g| stall_answer(g)).collect();
+        out.push(format!(
+            "{target} when the database stalled ({}): {}.",
+            first.first().stall,
+            each.join("; ")
+        ));
     }
     out
+}
+
+/// One endpoint through the stall, for the index page: whether it survived,
+/// when it recovered and how many requests failed, over its rounds.
+fn stall_answer(g: &super::stall::StallRounds<'_>) -> String {
+    let s = g.first();
+    let whole = |v: f64| format!("{v:.0}");
+    let failed = g.failed().map_or("?".to_string(), |f| f.text(whole));
+    if g.rounds() > 1 {
+        let n = g.rounds();
+        return match (g.survived(), g.recovered()) {
+            (alive, _) if alive < n => format!("{} survived {alive} of {n} rounds, {failed} failed", s.api),
+            (_, Some(r)) => {
+                format!(
+                    "{} recovered {} s after it, {failed} failed (median and range of {n} rounds)",
+                    s.api,
+                    r.text(whole)
+                )
+            }
+            (_, None) => format!(
+                "{} recovered within the run in {} of {n} rounds, {failed} failed (median and range)",
+                s.api,
+                g.recovered_rounds()
+            ),
+        };
+    }
+    match s.recovered_after_s {
+        _ if !s.survived => format!("{} did not survive", s.api),
+        Some(after) => format!("{} recovered {after} s after it, {failed} failed", s.api),
+        None => match s.recovered_in_spread_after_s {
+            Some(after) => format!(
+                "{} had not recovered by the run's end with its p99 within {:.0} % or {:.0} ms of before (a rule {} \
+                 of its {} steady seconds met themselves), but was back within the steady seconds' own spread (p99 \
+                 up to {:.1} ms) {after} s after it, {failed} failed",
+                s.api,
+                super::stall::P99_BACK * 100.0,
+                super::stall::P99_BACK_MS,
+                s.steady_back().0,
+                s.steady_back().1,
+                s.steady_p99_max_ms
+            ),
+            None => format!("{} had not recovered by the run's end, {failed} failed", s.api),
+        },
+    }
 }
 
 /// What blocking cost each target, in one sentence: its non-blocking
@@ -586,34 +680,19 @@ fn fault_sentences(results: &BenchResults) -> Vec<String> {
     out
 }
 
-/// The stall: one sentence per target and endpoint, then, per endpoint,
-/// blocklab beside each peer (recovered at least as fast? failed no more?).
+/// The stall: one sentence per target and endpoint (its rounds' medians
+/// and ranges), then, per endpoint, blocklab beside each peer, a difference
+/// claimed only where their ranges over the rounds part.
 fn stall_sentences(results: &BenchResults) -> Vec<String> {
-    let mut out: Vec<String> = results.stalls.iter().map(super::stall::StallRecord::sentence).collect();
-    out.extend(stall_bounds(results));
-    for ours in results.stalls.iter().filter(|s| s.target == BLOCKLAB) {
-        for theirs in results.stalls.iter().filter(|s| s.target != BLOCKLAB && s.test_id == ours.test_id) {
-            let recovery =
-                match (ours.survived, theirs.survived, ours.recovered_after_s, theirs.recovered_after_s) {
-                    (true, false, _, _) => format!("blocklab survived and {} did not", theirs.target),
-                    (false, true, _, _) => format!("{} survived and blocklab did not", theirs.target),
-                    (_, _, Some(a), Some(b)) if a < b => format!("blocklab recovered {} s sooner", b - a),
-                    (_, _, Some(a), Some(b)) if a > b => format!("blocklab recovered {} s later", a - b),
-                    (_, _, Some(_), Some(_)) => "both recovered in the same second".to_string(),
-                    (_, _, Some(_), None) => {
-                        format!("blocklab recovered and {} did not within the run", theirs.target)
-                    }
-                    (_, _, None, Some(_)) => {
-                        format!("{} recovered and blocklab did not within the run", theirs.target)
-                    }
-                    (_, _, None, None) => "neither recovered within the run".to_string(),
-                };
-            let (a, b) = (ours.failed_during + ours.failed_after, theirs.failed_during + theirs.failed_after);
-            out.push(format!(
-                "Through the stall, {} beside {}: {recovery}; blocklab failed {a} requests, {} {b} (one run each, \
-                 at {:.0} req/s).",
-                ours.api, theirs.target, theirs.target, ours.rate
-            ));
+    let groups = super::stall::by_endpoint(&results.stalls);
+    let mut out: Vec<String> = groups.iter().map(super::stall::StallRounds::sentence).collect();
+    out.extend(stall_bounds(results, &groups));
+    for ours in groups.iter().filter(|g| g.first().target == BLOCKLAB) {
+        for theirs in groups
+            .iter()
+            .filter(|g| g.first().target != BLOCKLAB && g.first().test_id == ours.first().test_id)
+        {
+            out.push(super::stall::comparison(ours, theirs));
         }
     }
     out
@@ -623,42 +702,61 @@ fn stall_sentences(results: &BenchResults) -> Vec<String> {
 /// read gives up after `--db-timeout`, so no request to a non-blocking
 /// endpoint should wait longer than that per read plus a second from its
 /// intended send; the blocking `/getData` and `/getDataAkka` queue behind
-/// the worker a read blocks and have no such bound, which is said too.
-/// Then the failures by kind, for every target that failed any.
-fn stall_bounds(results: &BenchResults) -> Vec<String> {
+/// the worker a read blocks and have no such bound, which is said too. The
+/// longest of every round is checked against it. Then the failures by kind, over
+/// the rounds, for every target that failed any.
+fn stall_bounds(results: &BenchResults, groups: &[super::stall::StallRounds<'_>]) -> Vec<String> {
     let mut out = Vec::new();
-    for s in results.stalls.iter().filter(|s| s.target == BLOCKLAB && s.longest_ms > 0.0) {
-        let endpoint = Endpoint::from_path(&s.api);
+    for g in groups.iter().filter(|g| g.first().target == BLOCKLAB) {
+        let Some(longest) = g.records.iter().map(|r| r.longest_ms).filter(|ms| *ms > 0.0).reduce(f64::max)
+        else {
+            continue;
+        };
+        let api = &g.first().api;
+        let endpoint = Endpoint::from_path(api);
         let reads = super::results::reads_per_request(endpoint);
+        let of_rounds = if g.rounds() > 1 { format!(" of its {} rounds", g.rounds()) } else { String::new() };
         match results.conditions.parameters.db_timeout_ms {
             _ if matches!(endpoint, Endpoint::GetData | Endpoint::GetDataAkka) => out.push(format!(
-                "blocklab {}: its requests queue behind the worker a read blocks, so --db-timeout bounds each \
-                 read but not the wait: the longest took {:.0} ms.",
-                s.api, s.longest_ms
+                "blocklab {api}: its requests queue behind the worker a read blocks, so --db-timeout bounds each \
+                 read but not the wait: the longest{of_rounds} took {longest:.0} ms."
             )),
             Some(timeout) if reads > 0.0 => {
                 let bound = reads * timeout + 1000.0;
                 let per = if reads > 1.0 { format!("{reads:.0} × --db-timeout") } else { "--db-timeout".to_string() };
-                out.push(if s.longest_ms <= bound {
+                out.push(if longest <= bound {
                     format!(
-                        "blocklab {}: no request waited longer than {per} + 1 s ({bound:.0} ms) from its intended \
-                         send: the longest took {:.0} ms.",
-                        s.api, s.longest_ms
+                        "blocklab {api}: no request waited longer than {per} + 1 s ({bound:.0} ms) from its intended \
+                         send: the longest{of_rounds} took {longest:.0} ms."
                     )
                 } else {
                     format!(
-                        "blocklab {}: a request waited {:.0} ms from its intended send, past {per} + 1 s \
+                        "blocklab {api}: a request waited {longest:.0} ms from its intended send, past {per} + 1 s \
                          ({bound:.0} ms): not the read's wait (a read gives up at --db-timeout) but the server's \
-                         or the machine's.",
-                        s.api, s.longest_ms
+                         or the machine's."
                     )
                 });
             }
             _ => {}
         }
     }
-    for s in results.stalls.iter().filter(|s| s.failures.values().any(|n| *n > 0)) {
-        out.push(format!("{} {} failed by kind: {}.", s.target, s.api, s.failures_text()));
+    for g in groups {
+        let mut kinds: std::collections::BTreeMap<&str, u64> = Default::default();
+        for (kind, n) in g.records.iter().flat_map(|r| &r.failures) {
+            *kinds.entry(kind).or_default() += n;
+        }
+        let text: Vec<String> =
+            kinds.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
+        if !text.is_empty() {
+            let over =
+                if g.rounds() > 1 { format!(" over its {} rounds", g.rounds()) } else { String::new() };
+            out.push(format!(
+                "{} {} failed by kind{over}: {}.",
+                g.first().target,
+                g.first().api,
+                text.join(", ")
+            ));
+        }
     }
     let mut unseen: Vec<&str> = results
         .stalls
@@ -745,5 +843,51 @@ mod tests {
         assert_eq!(server_cpu(7.66), "7.7 µs of server CPU per request");
         let none = server_cpu(0.0);
         assert!(none.starts_with("server CPU per request not measurable") && !none.contains("0.0"), "{none}");
+    }
+
+    #[test]
+    fn the_runs_connections_are_named_never_the_seeds_200() {
+        let results = crate::studies::play_neo4j::tables::sample::results(&["blocklab", "play"], 64);
+        let text = sentences(&results).join("\n");
+        assert!(!text.contains("200 connections"), "{text}");
+        assert!(text.contains("at once while 64 connections wait"), "{text}");
+    }
+
+    #[test]
+    fn the_warm_up_is_told_from_its_windows_not_from_a_literal() {
+        let results = crate::studies::play_neo4j::tables::sample::results(&["blocklab"], 200);
+        let text = sentences(&results).join("\n");
+        assert!(!text.contains("about 3× cheaper") && !text.contains("~2 minutes"), "{text}");
+        assert!(text.contains("its CPU per read in each window 5727, 900, 420, 330, 313 µs"), "{text}");
+        assert!(text.contains("a read 18.3× cheaper at the end than at the start"), "{text}");
+        // The maximum ran out: how much the last three windows still fell.
+        assert!(
+            text.contains("still falling: its last 3 windows went from 420 to 313 µs, 25 % less"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_share_above_the_limit_is_a_defect_of_the_ceiling_with_its_figures() {
+        // play reads 2929 a second through the Java driver, whose ceiling is 2653:
+        // 1.10 of it, at 250 µs of the database's CPU a read against 384.
+        let results = crate::studies::play_neo4j::tables::sample::results(&["blocklab", "play"], 200);
+        let text = sentences(&results).join("\n");
+        let defect = text.lines().find(|l| l.starts_with("Defect:")).expect(&text);
+        assert!(
+            defect.contains(
+                "play /getDataAsync read 2929 times a second against the Java driver's ceiling of 2653 (1.10)"
+            ),
+            "{defect}"
+        );
+        assert!(
+            defect.contains("250 µs of CPU a read under play against 384 µs under the Java driver"),
+            "{defect}"
+        );
+        assert!(
+            !defect.contains("blocklab /getDataAsync"),
+            "blocklab's own client's ceiling is 3950: {defect}"
+        );
+        assert!(!text.contains("drifted"), "{text}");
     }
 }

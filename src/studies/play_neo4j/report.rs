@@ -47,24 +47,24 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
     out += "## Results (the seed's columns; times in ms)\n\n";
     out += &tables::seed_columns(results).markdown();
     out += &format!("\nDatabase: {}.\n", results.conditions.database_name);
-    out += "\n## Side by side: each server here, the seed's published run, the ratios\n\n";
-    out += &tables::side_by_side(results).markdown();
+    out += "\n## Side by side: each server here and the seed's published run\n\n";
+    out += &sections(&tables::side_by_side(results));
     out += "\n## Normalized to /test, beside the seed's Play figures\n\n";
     out += &tables::normalized(results).markdown();
     if let Some(t) = tables::stalls(results) {
         out += &format!("\n## The database stalls\n\n{}\n\n", tables::stalls_how(results));
-        out += &t.markdown();
+        out += &markdown_tables(&t);
     }
     if let Some(t) = tables::faults(results) {
         out += &format!("\n## Faults on the link, under load\n\n{}\n\n", tables::faults_how(results));
-        out += &t.markdown();
+        out += &markdown_tables(&t);
     }
     out += "\n## Reading\n\n";
     for s in reading {
         out += &format!("- {s}\n");
     }
     out += "\n## More figures per run (client and server side)\n\n";
-    out += &tables::extra_columns(results).markdown();
+    out += &sections(&tables::extra_columns(results));
     if let Some(f) = tables::failures(results) {
         out += "\n## Failures\n\n";
         out += &f.markdown();
@@ -77,6 +77,16 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
         out += &format!("- **warning**: {w}\n");
     }
     out
+}
+
+/// Sections of tables as Markdown, a blank line between them.
+pub fn sections(sections: &[tables::Section]) -> String {
+    sections.iter().map(tables::Section::markdown).collect::<Vec<_>>().join("\n")
+}
+
+/// Tables as Markdown, a blank line between them.
+fn markdown_tables(tables: &[tables::Table]) -> String {
+    tables.iter().map(tables::Table::markdown).collect::<Vec<_>>().join("\n")
 }
 
 /// `results.csv`: one row per run, every figure; written by the `csv` crate

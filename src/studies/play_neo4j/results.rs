@@ -167,8 +167,73 @@ pub struct TestRecord {
     pub status: RunStatus,
     /// Why it failed, with the server's stderr tail.
     pub failure: Option<String>,
+    /// The load its fresh server got before its measured runs, not counted
+    /// (null: none, `--cold`, or it never started).
+    #[serde(default)]
+    pub warm: Option<TargetWarm>,
     /// The runs that completed.
     pub runs: Vec<RunRecord>,
+}
+
+/// The warm-up a fresh server got before its measured runs on a Test ID:
+/// the same closed-loop load for every target, not counted (a JIT's
+/// compilation, a pool's connections).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TargetWarm {
+    /// Seconds of load.
+    pub seconds: f64,
+    /// Requests answered in it.
+    pub requests: u64,
+    /// Its rate over its second half (req/s; null: nothing answered).
+    pub rps: Option<f64>,
+}
+
+impl TargetWarm {
+    /// In a few words, for the progress lines.
+    pub fn summary(&self) -> String {
+        format!(
+            "{:.0} s, {} requests{}",
+            self.seconds,
+            self.requests,
+            self.rps.map_or(String::new(), |r| format!(", {r:.0} req/s over its second half"))
+        )
+    }
+}
+
+/// How the matrix was run: every target warmed alike, then measured in
+/// interleaved rounds, the others paused; or the seed's protocol (`--cold`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Protocol {
+    /// `--cold`: each fresh server measured at once, as the seed did.
+    pub cold: bool,
+    /// Seconds of closed-loop load each fresh server got before its
+    /// measured runs on a Test ID (0 with `--cold`).
+    pub target_warm_s: f64,
+    /// Why that length, in words.
+    pub target_warm_why: String,
+    /// The order of each round, in words (`run 1: blocklab, play; run 2:
+    /// play, blocklab`): run N of every target before run N+1 of any, in
+    /// alternating order.
+    pub order: Vec<String>,
+    /// Whether the servers not being measured were paused (SIGSTOP) meanwhile.
+    pub paused: bool,
+}
+
+impl RunRecord {
+    /// Its figures in one line, for the progress lines.
+    pub fn summary(&self) -> String {
+        format!(
+            "{:.0} req/s, mean {:.1} ms, p99 {:.1} ms, max {:.0} ms, {} errors, {} non-2xx, server {:.0} µs/req{}",
+            self.rps,
+            self.mean_ms,
+            self.p99_ms,
+            self.max_ms,
+            self.error_total,
+            self.non_2xx,
+            self.server_cpu_per_request_us,
+            self.db_cpu_per_request_us.map_or(String::new(), |us| format!(", database {us:.0} µs/req")),
+        )
+    }
 }
 
 impl TestRecord {
@@ -309,6 +374,9 @@ pub struct Conditions {
     /// Each server's family (blocklab, jvm, go, python, node, other), as the charts draw it.
     #[serde(default)]
     pub families: BTreeMap<String, crate::page::Family>,
+    /// How the matrix was run (null: an older run).
+    #[serde(default)]
+    pub protocol: Option<Protocol>,
     /// The database's own ceiling for the read, once per client it was
     /// measured with (blocklab's own driver and the Java driver on Neo4j),
     /// when the bench started the database and the client is there (empty
@@ -409,15 +477,41 @@ pub struct WarmUp {
     pub seconds: f64,
     /// The database's CPU per read in each window (µs), in order.
     pub cpu_per_read_us: Vec<f64>,
-    /// Whether its CPU per read settled (two windows in a row within
-    /// [`WARM_SETTLED`] of each other) before the maximum ran out.
+    /// Whether its CPU per read settled (the last [`WARM_WINDOWS`] windows
+    /// within [`WARM_SETTLED`] of their mean) before the maximum ran out.
     pub settled: bool,
     /// The maximum (`--db-warm`), s.
     pub max_s: f64,
 }
 
-/// How close two windows' CPU per read must be for the database to count as warm.
+/// How close the last windows' CPU per read must be to their mean for the
+/// database to count as warm.
 pub const WARM_SETTLED: f64 = 0.05;
+/// How many windows in a row must agree.
+pub const WARM_WINDOWS: usize = 3;
+
+impl WarmUp {
+    /// Whether the windows so far are warm: the last [`WARM_WINDOWS`] within
+    /// [`WARM_SETTLED`] of their mean.
+    pub fn is_settled(costs: &[f64]) -> bool {
+        if costs.len() < WARM_WINDOWS {
+            return false;
+        }
+        let last = &costs[costs.len() - WARM_WINDOWS..];
+        let mean = last.iter().sum::<f64>() / WARM_WINDOWS as f64;
+        mean > 0.0 && last.iter().all(|c| (c - mean).abs() <= WARM_SETTLED * mean)
+    }
+
+    /// How much the CPU per read still fell over the last windows, as a
+    /// fraction of the first of them (`0.12`: 12 % lower at the end; null
+    /// with fewer windows).
+    pub fn still_falling(&self) -> Option<f64> {
+        let costs = &self.cpu_per_read_us;
+        let n = costs.len().min(WARM_WINDOWS);
+        let (first, last) = (costs.get(costs.len().checked_sub(n)?)?, costs.last()?);
+        (n >= 2 && *first > 0.0).then(|| 1.0 - last / first)
+    }
+}
 
 /// A share of the database's ceiling above which a figure is not read as one:
 /// a server cannot read faster than the database answers a bare driver.
@@ -537,6 +631,7 @@ mod tests {
             model: String::new(),
             status: RunStatus::Ok,
             failure: None,
+            warm: None,
             runs: rps
                 .iter()
                 .enumerate()

@@ -23,10 +23,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::ceiling::{CeilingClient, CeilingRun};
 use super::link::Link;
 use super::results::{
-    BenchResults, Conditions, JvmFigures, Parameters, RunRecord, RunStatus, TestId, TestRecord, WARM_SETTLED,
-    WarmUp,
+    BenchResults, ClientCeiling, Conditions, JvmFigures, Parameters, Protocol, RunRecord, RunStatus,
+    TargetWarm, TestId, TestRecord, WarmUp,
 };
 use super::stall::{StallKind, StallRecord, StallSecond, StallSpec};
 use super::test_id::{HasTestId, MEASURED};
@@ -42,6 +43,18 @@ use crate::harness::target::{Target, Targets};
 use crate::harness::toxiproxy::{Fault, Stream, Toxic};
 use crate::load::report::LoadReport;
 use crate::server::{Endpoint, Model};
+
+/// Each fresh server's warm-up before its measured runs, unless told: see
+/// [`TARGET_WARM_WHY`].
+pub const TARGET_WARM: Duration = Duration::from_secs(5);
+
+/// Why [`TARGET_WARM`] is as long as it is, as the outputs say it.
+pub const TARGET_WARM_WHY: &str = "5 s of closed-loop load on the Test ID's own endpoint for every target, not \
+    counted: measured on Play (its JIT)";
+
+/// The longest a managed database is warmed before the matrix, unless
+/// told (`--db-warm`): measured from a fresh start.
+pub const DB_WARM_MAX: Duration = Duration::from_secs(300);
 
 /// How often the server is scraped while the load runs.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
@@ -126,6 +139,12 @@ pub struct BenchPlan {
     pub workers: Option<usize>,
     /// `--quick`.
     pub quick: bool,
+    /// `--cold` (or `--quick`): each fresh server measured at once, with no warm-up.
+    pub cold: bool,
+    /// `--warm`: each fresh server's warm-up on a Test ID, not counted.
+    pub target_warm: Duration,
+    /// `--db-stall-rounds`: how many times each endpoint of each target meets the stall.
+    pub db_stall_rounds: u32,
     /// Output folder.
     pub out: PathBuf,
     /// The blocklab binary to run as the load generator.
@@ -208,7 +227,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     if let Some(rtt) = plan.db_rtt {
         database.link = Some(open_link(plan, &database, rtt)?);
     }
-    let ceiling = measure_ceiling(plan, &database, "before the matrix", interrupt);
+    let mut ceilings = measure_ceilings(plan, &database, "before the matrix", interrupt);
     let total = plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -218,105 +237,84 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     let mut tests = Vec::with_capacity(plan.apis.len() * plan.targets.len());
     let mut interrupted = interrupt.load(Relaxed);
     let mut info = Vec::new();
-    let cells: Vec<(&Target, &Endpoint)> =
-        plan.targets.iter().flat_map(|t| plan.apis.iter().map(move |a| (t, a))).collect();
-    for (i, (target, api)) in cells.iter().copied().enumerate() {
+    let mut runs_done = 0u64;
+    for api in &plan.apis {
         if interrupted || interrupt.load(Relaxed) {
             interrupted = true;
             break;
         }
-        let test_id = api.test_id().unwrap_or(TestId(0));
-        let mut record = TestRecord {
-            target: target.name().to_string(),
-            test_id,
-            api: api.path().to_string(),
-            model: api.model().to_string(),
-            status: RunStatus::Ok,
-            failure: None,
-            runs: Vec::new(),
-        };
-        let who = format!("{} Test ID {test_id} {}", target.name(), api.path());
-        bar.set_message(format!("{who} ({}/{})", i + 1, cells.len()));
-        if !target.serves(api.path()) {
-            record.status = RunStatus::NotServed;
-            record.failure = Some(format!("not served by {}", target.name()));
-            say(plan, &bar, format!("{who}: not served by {}", target.name()));
-            tests.push(record);
-            continue;
-        }
-        match start_server(plan, target, &database, test_id) {
-            Err(reason) => {
-                record.status = RunStatus::Failed;
-                record.failure = Some(format!("server failed to start: {reason}"));
-                say(plan, &bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
-            }
-            Ok(mut server) => {
-                let target_name = target.name();
-                for run_id in 1..=plan.runs {
-                    // Requests of the runs before this one, for the progress bar.
-                    let done = (i as u64 * u64::from(plan.runs) + u64::from(run_id - 1)) * plan.requests;
-                    let scraped = matches!(target, Target::Blocklab(_));
-                    let cell = Cell {
-                        api: *api,
-                        target: &target_name,
-                        scraped,
-                        db: database.managed.as_ref(),
-                        link: database.link.as_ref(),
-                    };
-                    match run_once(plan, &cell, run_id, &mut server, &bar, done, interrupt) {
-                        Ok((run, scrape_info)) => {
-                            if !plan.progress {
-                                say(
-                                    plan,
-                                    &bar,
-                                    format!(
-                                        "{who} run {run_id}/{}: {:.0} req/s, mean {:.1} ms, p99 {:.1} ms, \
-                                         max {:.0} ms, {} errors, {} non-2xx, server {:.0} µs/req{}",
-                                        plan.runs,
-                                        run.rps,
-                                        run.mean_ms,
-                                        run.p99_ms,
-                                        run.max_ms,
-                                        run.error_total,
-                                        run.non_2xx,
-                                        run.server_cpu_per_request_us,
-                                        run.db_cpu_per_request_us
-                                            .map_or(String::new(), |us| format!(", database {us:.0} µs/req")),
-                                    ),
-                                );
-                            }
-                            if info.is_empty() {
-                                info = scrape_info;
-                            }
-                            record.runs.push(run);
+        let mut cells = start_cells(plan, &database, *api, &bar, interrupt);
+        for run_id in 1..=plan.runs {
+            for cell in round_order(&mut cells, run_id) {
+                let Some(server) = cell.server.as_mut() else { continue };
+                if interrupted || interrupt.load(Relaxed) {
+                    interrupted = true;
+                    break;
+                }
+                let who = format!("{} Test ID {} {}", cell.record.target, cell.record.test_id, api.path());
+                bar.set_message(format!("{who} run {run_id}/{}", plan.runs));
+                let measured = Measured {
+                    api: *api,
+                    target: &cell.record.target,
+                    scraped: matches!(cell.target, Target::Blocklab(_)),
+                    db: database.managed.as_ref(),
+                    link: database.link.as_ref(),
+                };
+                if let Err(e) = server.pause(false) {
+                    say(plan, &bar, format!("{who}: {e}"));
+                }
+                let outcome =
+                    run_once(plan, &measured, run_id, server, &bar, runs_done * plan.requests, interrupt);
+                if let Err(e) = server.pause(true) {
+                    say(plan, &bar, format!("{who}: {e}"));
+                }
+                runs_done += 1;
+                bar.set_position(runs_done * plan.requests);
+                match outcome {
+                    Ok((run, scrape_info)) => {
+                        if !plan.progress {
+                            say(plan, &bar, format!("{who} run {run_id}/{}: {}", plan.runs, run.summary()));
                         }
-                        Err(RunError::Interrupted) => {
-                            record.status = RunStatus::Interrupted;
-                            interrupted = true;
-                            break;
+                        if info.is_empty() {
+                            info = scrape_info;
                         }
-                        Err(RunError::Failed(reason)) => {
-                            record.status = RunStatus::Failed;
-                            record.failure = Some(format!("run {run_id}: {reason}"));
-                            say(plan, &bar, format!("{who} run {run_id} failed: {reason}"));
-                            break;
+                        cell.record.runs.push(run);
+                    }
+                    Err(RunError::Interrupted) => {
+                        cell.record.status = RunStatus::Interrupted;
+                        interrupted = true;
+                    }
+                    Err(RunError::Failed(reason)) => {
+                        cell.record.status = RunStatus::Failed;
+                        cell.record.failure = Some(format!("run {run_id}: {reason}"));
+                        say(plan, &bar, format!("{who} run {run_id} failed: {reason}"));
+                        // A failed server is measured no more.
+                        if let Some(mut server) = cell.server.take() {
+                            server.stop(Duration::from_secs(15));
                         }
                     }
                 }
-                server.stop(Duration::from_secs(15));
             }
         }
-        bar.set_position((i as u64 + 1) * u64::from(plan.runs) * plan.requests);
-        tests.push(record);
+        for mut cell in cells {
+            if let Some(mut server) = cell.server.take() {
+                server.stop(Duration::from_secs(15));
+                // Stopped before its runs were done: by an interrupt.
+                if cell.record.status == RunStatus::Ok && cell.record.runs.len() < plan.runs as usize {
+                    cell.record.status = RunStatus::Interrupted;
+                }
+            }
+            tests.push(cell.record);
+        }
     }
     bar.finish_and_clear();
-    let ceiling_after = if ceiling.is_some() && !interrupted {
-        measure_ceiling(plan, &database, "again after the matrix", interrupt)
-    } else {
-        None
-    };
-    let ceiling_rps =
-        [&ceiling, &ceiling_after].into_iter().flatten().map(|c| c.reads_per_s).reduce(f64::max);
+    // In target order, then Test ID, as every table reads them.
+    let rank = |name: &str| plan.targets.iter().position(|t| t.name() == name).unwrap_or(usize::MAX);
+    tests.sort_by_key(|t| (rank(&t.target), t.test_id));
+    if !interrupted {
+        add_after(&mut ceilings, measure_ceilings(plan, &database, "again after the matrix", interrupt));
+    }
+    let ceiling_rps = ceilings.iter().filter_map(super::results::ClientCeiling::reads_per_s).reduce(f64::max);
     let database_described = describe_db(plan, &database);
     let matrix_link = database.link.as_ref().map(|l| l.record.clone());
     let stalls = if interrupted {
@@ -378,14 +376,16 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         ceiling_clients: plan
             .targets
             .iter()
-            .map(|t| (t.name().to_string(), super::ceiling::CeilingClient::JavaDriver))
+            .map(|t| {
+                // blocklab's own client where it was measured; every peer here is on the
+                // Java driver or, for Python, weighed against it (the reading says which).
+                let own = matches!(t, Target::Blocklab(_))
+                    && ceilings.iter().any(|c| c.client == CeilingClient::Blocklab && c.before.is_some());
+                (t.name().to_string(), if own { CeilingClient::Blocklab } else { CeilingClient::JavaDriver })
+            })
             .collect(),
-        ceilings: vec![super::results::ClientCeiling {
-            client: super::ceiling::CeilingClient::JavaDriver,
-            failure: ceiling.is_none().then(|| "not measured".to_string()),
-            before: ceiling,
-            after: ceiling_after,
-        }],
+        ceilings,
+        protocol: Some(protocol(plan)),
     };
     drop(database);
     let seed = super::results::seed_table();
@@ -405,6 +405,227 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         stalls,
         faults,
     })
+}
+
+/// One target's server on one Test ID in the matrix: its record, and its
+/// server while it is measured (paused between its runs).
+struct MatrixCell<'a> {
+    target: &'a Target,
+    record: TestRecord,
+    server: Option<ServerProcess>,
+}
+
+/// Every target's fresh server for `api`, each warmed alike (unless
+/// `--cold`) and then paused (SIGSTOP) until its turn: a server that waits
+/// takes no CPU from the one measured (idle JVMs on the same core raised
+/// blocklab's CPU per read from about 32 to 45 µs).
+fn start_cells<'a>(
+    plan: &'a BenchPlan,
+    database: &Database,
+    api: Endpoint,
+    bar: &ProgressBar,
+    interrupt: &AtomicBool,
+) -> Vec<MatrixCell<'a>> {
+    let test_id = api.test_id().unwrap_or(TestId(0));
+    let mut cells = Vec::with_capacity(plan.targets.len());
+    for target in &plan.targets {
+        let mut record = TestRecord {
+            target: target.name().to_string(),
+            test_id,
+            api: api.path().to_string(),
+            model: api.model().to_string(),
+            status: RunStatus::Ok,
+            failure: None,
+            warm: None,
+            runs: Vec::new(),
+        };
+        let who = format!("{} Test ID {test_id} {}", target.name(), api.path());
+        if !target.serves(api.path()) {
+            record.status = RunStatus::NotServed;
+            record.failure = Some(format!("not served by {}", target.name()));
+            say(plan, bar, format!("{who}: not served by {}", target.name()));
+            cells.push(MatrixCell { target, record, server: None });
+            continue;
+        }
+        if interrupt.load(Relaxed) {
+            record.status = RunStatus::Interrupted;
+            cells.push(MatrixCell { target, record, server: None });
+            continue;
+        }
+        bar.set_message(format!("{who}: starting{}", if plan.cold { "" } else { " and warming" }));
+        let server = match start_server(plan, target, database, test_id) {
+            Ok(server) => server,
+            Err(reason) => {
+                record.status = RunStatus::Failed;
+                record.failure = Some(format!("server failed to start: {reason}"));
+                say(plan, bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
+                cells.push(MatrixCell { target, record, server: None });
+                continue;
+            }
+        };
+        let mut server = server;
+        if !plan.cold {
+            record.warm = Some(warm_target(plan, &server, target, api));
+            if !plan.progress {
+                let warm = record.warm.as_ref().map_or(String::new(), TargetWarm::summary);
+                say(plan, bar, format!("{who}: warmed, not counted: {warm}"));
+            }
+            if let Err(reason) = server.check_alive() {
+                record.status = RunStatus::Failed;
+                record.failure = Some(format!("the server died during its warm-up: {reason}"));
+                say(plan, bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
+                cells.push(MatrixCell { target, record, server: None });
+                continue;
+            }
+        }
+        if let Err(e) = server.pause(true) {
+            say(plan, bar, format!("{who}: {e}"));
+        }
+        cells.push(MatrixCell { target, record, server: Some(server) });
+    }
+    cells
+}
+
+/// The cells in the order of round `run_id`: the targets' order in odd
+/// rounds, reversed in even ones, so that no target is always measured
+/// first (on a database still drifting) or last.
+fn round_order<'c, 'a>(cells: &'c mut [MatrixCell<'a>], run_id: u32) -> Vec<&'c mut MatrixCell<'a>> {
+    let mut order: Vec<&mut MatrixCell> = cells.iter_mut().collect();
+    if run_id.is_multiple_of(2) {
+        order.reverse();
+    }
+    order
+}
+
+/// The matrix's protocol, as the outputs name it.
+fn protocol(plan: &BenchPlan) -> Protocol {
+    let names: Vec<String> = plan.targets.iter().map(Target::name).collect();
+    let order = (1..=plan.runs)
+        .map(|run_id| {
+            let mut round = names.clone();
+            if run_id.is_multiple_of(2) {
+                round.reverse();
+            }
+            format!("run {run_id}: {}", round.join(", "))
+        })
+        .collect();
+    Protocol {
+        cold: plan.cold,
+        target_warm_s: if plan.cold { 0.0 } else { plan.target_warm.as_secs_f64() },
+        target_warm_why: if plan.cold {
+            "--cold: each fresh server measured at once, as the seed did".to_string()
+        } else {
+            TARGET_WARM_WHY.to_string()
+        },
+        order,
+        paused: true,
+    }
+}
+
+/// A fresh server's warm-up on `api`, not counted: a closed loop on the
+/// matrix's connections for `--warm` (the same for every target).
+fn warm_target(plan: &BenchPlan, server: &ServerProcess, target: &Target, api: Endpoint) -> TargetWarm {
+    let name = format!("warm-{}-test{}", target.name(), api.test_id().unwrap_or(TestId(0)));
+    closed_loop(plan, server, api, plan.target_warm, &name)
+}
+
+/// A closed loop on the matrix's connections against `server`'s `api` for
+/// `length`, its JSON kept as `raw/NAME.json`: what it answered and its rate
+/// over its second half.
+fn closed_loop(
+    plan: &BenchPlan,
+    server: &ServerProcess,
+    api: Endpoint,
+    length: Duration,
+    name: &str,
+) -> TargetWarm {
+    let url = format!("http://{}{}", server.addr(), api.path());
+    let json = plan.out.join(format!("raw/{name}.json"));
+    let stop = ["-z".to_string(), format!("{}ms", length.as_millis())];
+    let mut load = load_command(plan, &url, &json, plan.connections, &stop);
+    load.stdout(Stdio::null()).stderr(Stdio::null());
+    let _ = load.status();
+    let report: Option<LoadReport> =
+        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
+    TargetWarm {
+        seconds: report.as_ref().map_or(length.as_secs_f64(), |r| r.duration_s),
+        requests: report.as_ref().map_or(0, |r| r.completed),
+        rps: report.and_then(|r| super::stall::steady_rps(&r.timeline)),
+    }
+}
+
+/// The database's ceiling with every client that can measure it (a managed
+/// database only), `when`.
+fn measure_ceilings(
+    plan: &BenchPlan,
+    database: &Database,
+    when: &str,
+    interrupt: &AtomicBool,
+) -> Vec<ClientCeiling> {
+    let Some(db) = database.managed.as_ref() else { return Vec::new() };
+    let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
+    let url = database.served_url().full_url();
+    let run = CeilingRun {
+        db,
+        url: &url,
+        nodes: plan.nodes,
+        concurrency: ceiling_concurrency(plan),
+        cpus: pin.as_deref(),
+        cpu_counts: (plan.db_cpus.len(), plan.placement.server_cpus.len()),
+        quick: plan.quick,
+    };
+    let mut out = Vec::new();
+    for client in [CeilingClient::Blocklab, CeilingClient::JavaDriver] {
+        if interrupt.load(Relaxed) {
+            break;
+        }
+        eprintln!(
+            "bench: measuring the database's ceiling for the read {when} with {client} ({} reads in flight, no \
+             HTTP, where the servers run)",
+            run.concurrency
+        );
+        let measured =
+            super::ceiling::measure(&plan.available.peers, &plan.exe, client, &run).map(|mut c| {
+                if let Some(link) = &database.link {
+                    c.client.push_str(&format!(", through the link (RTT {} ms)", link.record.rtt_ms));
+                }
+                c
+            });
+        match &measured {
+            Ok(c) => eprintln!("bench: {client}: {}", super::ceiling::describe(c)),
+            Err(why) => eprintln!("bench: no ceiling with {client} {when}: {why}"),
+        }
+        let (before, failure) = match measured {
+            Ok(c) => (Some(c), None),
+            Err(why) => (None, Some(why)),
+        };
+        out.push(ClientCeiling { client, before, after: None, failure });
+    }
+    out
+}
+
+/// The measurements made after the matrix, each put beside its client's
+/// first as `after`.
+fn add_after(ceilings: &mut [ClientCeiling], after: Vec<ClientCeiling>) {
+    for measured in after {
+        if let Some(c) = ceilings.iter_mut().find(|c| c.client == measured.client) {
+            c.after = measured.before;
+        }
+    }
+}
+
+/// Reads in flight for the ceiling: at least the largest pool of any target
+/// measured (blocklab's async connections; a peer's `db_pool`, its first
+/// number), so that no server has more reads in flight than its ceiling had.
+fn ceiling_concurrency(plan: &BenchPlan) -> usize {
+    let peers = plan.targets.iter().filter_map(|t| match t {
+        Target::Peer(peer) => peer.db_pool.as_deref().and_then(|p| p.split_whitespace().next()?.parse().ok()),
+        _ => None,
+    });
+    peers
+        .chain([plan.db_settings.async_connections, super::ceiling::CONCURRENCY])
+        .max()
+        .unwrap_or(super::ceiling::CONCURRENCY)
 }
 
 /// The database of the run: the one given, or a Neo4j started now (pinned
@@ -475,63 +696,29 @@ fn open_link(plan: &BenchPlan, database: &Database, rtt: Duration) -> anyhow::Re
     Ok(link)
 }
 
-/// Neo4j's ceiling for the read (a managed Neo4j only), measured `when`.
-fn measure_ceiling(
-    plan: &BenchPlan,
-    database: &Database,
-    when: &str,
-    interrupt: &AtomicBool,
-) -> Option<super::ceiling::Ceiling> {
-    let db = database.managed.as_ref().filter(|_| !interrupt.load(Relaxed))?;
-    let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-    eprintln!(
-        "bench: measuring Neo4j's ceiling for the read {when} ({}: the Java driver, no HTTP, where the servers run)",
-        super::ceiling::PEER
-    );
-    let counts = (plan.db_cpus.len(), plan.placement.server_cpus.len());
-    let url = database.served_url().full_url();
-    let measured = super::ceiling::measure(
-        &plan.available.peers,
-        db,
-        &url,
-        plan.nodes,
-        pin.as_deref(),
-        counts,
-        plan.quick,
-    );
-    match measured {
-        Ok(mut c) => {
-            if let Some(link) = &database.link {
-                c.client.push_str(&format!(", through the link (RTT {} ms)", link.record.rtt_ms));
-            }
-            eprintln!("bench: {}", super::ceiling::describe(&c));
-            Some(c)
-        }
-        Err(why) => {
-            eprintln!("bench: no ceiling {when}: {why}");
-            None
-        }
-    }
-}
-
 /// One window of the warm-up's load.
 const WARM_WINDOW: Duration = Duration::from_secs(15);
 
 /// Warms the database until it is warm: its JIT compiles the query path
-/// under load, and its CPU per query falls about 3x over the first ~2
-/// minutes on a fresh machine. A measurement on a cold Neo4j is wrong by
-/// that much (a by-hand comparison once made the server measured second
-/// look 3.7x faster; a ceiling measured cold made every server read
-/// "faster" than the database), so every target meets a warm one. Load:
-/// blocklab's `/getDataAsync`, -c 64, in windows of 15 s; it stops when two
-/// windows in a row cost Neo4j the same CPU per read within 5 %, or when
-/// `--db-warm` (the maximum) runs out, and says which.
+/// under load, and on a fresh machine its CPU per read fell from 5,727 to
+/// 313 µs over 3 minutes and on to 242 during the matrix (2026-12-07). A
+/// measurement on a cold database is wrong by that much (a by-hand
+/// comparison once made the server measured second look 3.7x faster), so
+/// every target meets a warm one. Load: blocklab's `/getDataAsync` on the
+/// matrix's connections, in windows of 15 s; it stops when the last three
+/// windows cost the database the same CPU per read within 5 % of their mean
+/// ([`WarmUp::is_settled`]), or when `--db-warm` (the maximum) runs out, and
+/// says which.
 fn warm(plan: &BenchPlan, database: &Database, interrupt: &AtomicBool) -> anyhow::Result<WarmUp> {
     eprintln!(
-        "bench: warming Neo4j until its CPU per read stops falling (windows of {} s, at most {}; blocklab \
-         /getDataAsync, -c 64; --db-warm DUR sets the maximum)",
+        "bench: warming the database until its CPU per read stops falling (windows of {} s, until the last {} \
+         are within {:.0} % of their mean, at most {}; blocklab /getDataAsync, -c {}; --db-warm DUR sets the \
+         maximum)",
         WARM_WINDOW.as_secs(),
-        humantime::format_duration(plan.db_warm)
+        super::results::WARM_WINDOWS,
+        super::results::WARM_SETTLED * 100.0,
+        humantime::format_duration(plan.db_warm),
+        plan.connections
     );
     let mut server = start_server(plan, &Target::Blocklab(None), database, TestId(0))
         .map_err(|e| anyhow::anyhow!("the warm-up server failed to start: {e}"))?;
@@ -547,7 +734,7 @@ fn warm(plan: &BenchPlan, database: &Database, interrupt: &AtomicBool) -> anyhow
         let window = left.min(WARM_WINDOW);
         let json = plan.out.join(format!("raw/warm-up-{}.json", costs.len() + 1));
         let stop = ["-z".to_string(), format!("{}ms", window.as_millis())];
-        let mut load = load_command(plan, &url, &json, plan.connections.min(64), &stop);
+        let mut load = load_command(plan, &url, &json, plan.connections, &stop);
         load.stdout(Stdio::null()).stderr(Stdio::null());
         let cpu_before = database.managed.as_ref().and_then(ManagedNeo4j::cpu_time);
         let status = load.status();
@@ -561,14 +748,14 @@ fn warm(plan: &BenchPlan, database: &Database, interrupt: &AtomicBool) -> anyhow
             server.stop(Duration::from_secs(15));
             anyhow::bail!("warming the database answered nothing ({status:?})");
         };
-        let cost = cpu.as_secs_f64() * 1e6 / r.completed as f64;
-        settled = costs.last().is_some_and(|last| (cost - last).abs() <= WARM_SETTLED * last);
-        costs.push(cost);
+        costs.push(cpu.as_secs_f64() * 1e6 / r.completed as f64);
+        settled = WarmUp::is_settled(&costs);
         eprintln!(
-            "bench: warm-up window {}: {:.0} req/s, Neo4j {cost:.0} µs CPU per read{}",
+            "bench: warm-up window {}: {:.0} req/s, the database {:.0} µs CPU per read{}",
             costs.len(),
             r.rps,
-            if settled { " (within 5 % of the window before: warm)" } else { "" }
+            costs.last().copied().unwrap_or(0.0),
+            if settled { " (the last three within 5 % of their mean: warm)" } else { "" }
         );
     }
     server.stop(Duration::from_secs(15));
@@ -578,20 +765,18 @@ fn warm(plan: &BenchPlan, database: &Database, interrupt: &AtomicBool) -> anyhow
         settled,
         max_s: plan.db_warm.as_secs_f64(),
     };
+    let end = warm_up.cpu_per_read_us.last().copied().unwrap_or(0.0);
     eprintln!(
         "bench: {}",
         if warm_up.settled {
-            format!(
-                "warmed in {:.0} s: Neo4j {:.0} µs CPU per read at the end",
-                warm_up.seconds,
-                warm_up.cpu_per_read_us.last().copied().unwrap_or(0.0)
-            )
+            format!("warmed in {:.0} s: the database {end:.0} µs CPU per read at the end", warm_up.seconds)
         } else {
             format!(
-                "warmed for {:.0} s, the maximum, and its CPU per read had not settled ({:.0} µs at the end): \
-                 figures may still drift",
+                "warmed for {:.0} s, the maximum, and its CPU per read had not settled ({end:.0} µs at the end, \
+                 {:.0} % lower than {} windows before): figures may still drift",
                 warm_up.seconds,
-                warm_up.cpu_per_read_us.last().copied().unwrap_or(0.0)
+                warm_up.still_falling().unwrap_or(0.0) * 100.0,
+                super::results::WARM_WINDOWS - 1
             )
         }
     );
@@ -606,21 +791,23 @@ fn start_server(
     test_id: TestId,
 ) -> Result<ServerProcess, String> {
     let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
-    // A peer takes its database on the command line (a managed one has no
-    // credentials to show); blocklab through the environment (BLOCKLAB_DB).
+    // No credentials on a command line (`ps` shows it to anyone, and a
+    // peer's failure quoting it would land in the report): blocklab takes
+    // the whole URL through its environment (BLOCKLAB_DB); a peer takes
+    // `--db` without them, and them as NEO4J_USER and NEO4J_PASSWORD.
+    let db = database.served_url();
     let args = match target {
         Target::Blocklab(_) => server_args(plan),
-        _ => ["--db", &database.served_url().full_url(), "--nodes", &plan.nodes.to_string()]
-            .map(String::from)
-            .to_vec(),
+        _ => ["--db", &db.to_string(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec(),
     };
-    let mut spec =
+    let spec =
         plan.available.spec(target, &args).ok_or("a running service has no command")?.pinned(pin.as_deref());
-    if matches!(target, Target::Blocklab(_)) {
-        spec = spec
-            .env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string())
-            .env("BLOCKLAB_DB", database.served_url().full_url());
-    }
+    let spec = match target {
+        Target::Blocklab(_) => {
+            spec.env("BLOCKLAB_BENCH_TEST_ID", test_id.to_string()).env("BLOCKLAB_DB", db.full_url())
+        }
+        _ => spec.database_credentials(db),
+    };
     let ready_within = Duration::from_secs(if target.is_jvm() { 120 } else { 300 });
     Ok(launch::server(spec, ready_within)?.process)
 }
@@ -696,7 +883,7 @@ fn server_args(plan: &BenchPlan) -> Vec<String> {
 
 /// What one run measures: an API of a target, scraped when it is blocklab's
 /// (a peer has no `/metrics`: its figures come from /proc only).
-struct Cell<'a> {
+struct Measured<'a> {
     api: Endpoint,
     target: &'a str,
     scraped: bool,
@@ -707,7 +894,7 @@ struct Cell<'a> {
 /// One load of one API on a running server.
 fn run_once(
     plan: &BenchPlan,
-    cell: &Cell,
+    cell: &Measured,
     run_id: u32,
     server: &mut ServerProcess,
     bar: &ProgressBar,
@@ -1041,24 +1228,43 @@ fn run_stalls(
             (_, w) => w.map(|w| (w, "the lowest closed-loop rate through the link, as they warmed")),
         };
         let ceiling = ceiling_reads_per_s.map(|c| c / super::results::reads_per_request(*api));
-        let rate = super::stall::rate(plan.db_stall_rate, ceiling, closed_loop);
-        for (target, mut server, _) in warmed {
-            let who = format!("{} {}", target.name(), api.path());
-            let Some((rate, from)) = rate.clone().filter(|_| !interrupt.load(Relaxed)) else {
+        let Some((rate, from)) = super::stall::rate(plan.db_stall_rate, ceiling, closed_loop) else {
+            for (_, mut server, _) in warmed {
                 server.stop(Duration::from_secs(15));
-                continue;
-            };
-            eprintln!("bench: stall: {who}, {spec}, at {rate:.0} req/s ({from})");
-            if let Err(e) = server.pause(false) {
-                eprintln!("bench: stall: {who}: {e}");
             }
-            match stall_once(plan, link, target, *api, server, (spec, rate, from)) {
-                Ok(record) => {
-                    eprintln!("bench: {}", record.sentence());
-                    stalls.push(record);
+            continue;
+        };
+        // Each round in turn on the same warmed servers, in alternating order (as the matrix's
+        // runs), the others paused: a difference is claimed only where the rounds' ranges part.
+        for round in 1..=plan.db_stall_rounds {
+            let mut order: Vec<&mut (&Target, ServerProcess, Option<f64>)> = warmed.iter_mut().collect();
+            if round.is_multiple_of(2) {
+                order.reverse();
+            }
+            for (target, server, _) in order {
+                if interrupt.load(Relaxed) {
+                    break;
                 }
-                Err(why) => eprintln!("bench: stall: {who}: {why}"),
+                let who =
+                    format!("{} {} (round {round} of {})", target.name(), api.path(), plan.db_stall_rounds);
+                eprintln!("bench: stall: {who}, {spec}, at {rate:.0} req/s ({from})");
+                if let Err(e) = server.pause(false) {
+                    eprintln!("bench: stall: {who}: {e}");
+                }
+                match stall_once(plan, link, target, *api, server, (spec, rate, from.clone(), round)) {
+                    Ok(record) => {
+                        eprintln!("bench: {}", record.sentence());
+                        stalls.push(record);
+                    }
+                    Err(why) => eprintln!("bench: stall: {who}: {why}"),
+                }
+                if let Err(e) = server.pause(true) {
+                    eprintln!("bench: stall: {who}: {e}");
+                }
             }
+        }
+        for (_, mut server, _) in warmed {
+            server.stop(Duration::from_secs(15));
         }
     }
     stalls
@@ -1074,33 +1280,23 @@ fn warm_server(
     api: Endpoint,
 ) -> Result<(ServerProcess, Option<f64>), String> {
     let test_id = api.test_id().unwrap_or(TestId(0));
-    let mut server = start_server(plan, target, database, test_id)?;
-    let url = format!("http://{}{}", server.addr(), api.path());
-    let warm = super::stall::warm(plan.quick);
-    let json = plan.out.join(format!("raw/stall-{}-test{test_id}-warm.json", target.name()));
-    let stop = ["-z".to_string(), format!("{}ms", warm.as_millis())];
-    let mut warming = load_command(plan, &url, &json, plan.connections, &stop);
-    warming.stdout(Stdio::null()).stderr(Stdio::null());
-    if let Err(e) = warming.status() {
-        server.stop(Duration::from_secs(15));
-        return Err(format!("cannot start the load generator: {e}"));
-    }
-    let report: Option<LoadReport> =
-        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
-    Ok((server, report.and_then(|r| super::stall::steady_rps(&r.timeline))))
+    let server = start_server(plan, target, database, test_id)?;
+    let name = format!("stall-{}-test{test_id}-warm", target.name());
+    let warm = closed_loop(plan, &server, api, super::stall::warm(plan.quick), &name);
+    Ok((server, warm.rps))
 }
 
 /// One endpoint of one target through the stall, on its warmed server: an
 /// open-loop load at `rate`; the toxic added after the steady seconds and
 /// removed after the stall's length; the server's threads (and blocklab's
-/// requests in flight) sampled every 250 ms. The server is stopped here.
+/// requests in flight) sampled every 250 ms. The server is left running.
 fn stall_once(
     plan: &BenchPlan,
     link: &Link,
     target: &Target,
     api: Endpoint,
-    mut server: ServerProcess,
-    (spec, rate, rate_from): (StallSpec, f64, String),
+    server: &mut ServerProcess,
+    (spec, rate, rate_from, round): (StallSpec, f64, String, u32),
 ) -> Result<StallRecord, String> {
     let test_id = api.test_id().unwrap_or(TestId(0));
     let (before, after) = (super::stall::before(plan.quick), super::stall::after(&spec, plan.quick));
@@ -1115,14 +1311,7 @@ fn stall_once(
     load.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = load.spawn().map_err(|e| format!("cannot start the load generator: {e}"))?;
     let started = Instant::now();
-    let toxic = match spec.kind {
-        StallKind::Slower(delay) => Toxic::new(
-            STALL_TOXIC,
-            Stream::Downstream,
-            Fault::Latency { latency: delay, jitter: Duration::ZERO },
-        ),
-        StallKind::Freeze => Toxic::new(STALL_TOXIC, Stream::Downstream, Fault::Timeout { after: None }),
-    };
+    let toxics = stall_toxics(spec);
     let scraped = matches!(target, Target::Blocklab(_));
     let label = format!("endpoint=\"{}\"", api.path());
     let pid = crate::proc::Pid::Of(server.pid());
@@ -1142,14 +1331,14 @@ fn stall_once(
         let t = started.elapsed();
         if !stalled && t >= before {
             stalled = true;
-            if let Err(e) = link.proxy().add(&toxic) {
+            if let Err(e) = toxics.iter().try_for_each(|toxic| link.proxy().add(toxic)) {
                 failure = Some(e);
                 break None;
             }
         }
         if stalled && !restored && t >= before + spec.length {
             restored = true;
-            if let Err(e) = link.proxy().remove(STALL_TOXIC) {
+            if let Err(e) = toxics.iter().try_for_each(|toxic| link.proxy().remove(&toxic.name)) {
                 failure = Some(e);
                 break None;
             }
@@ -1172,14 +1361,15 @@ fn stall_once(
         std::thread::sleep(Duration::from_millis(250).saturating_sub(started.elapsed() - t));
     };
     if stalled && !restored {
-        let _ = link.proxy().remove(STALL_TOXIC);
+        for toxic in &toxics {
+            let _ = link.proxy().remove(&toxic.name);
+        }
     }
     if status.is_none() {
         let _ = child.kill();
         let _ = child.wait();
     }
     let alive = server.check_alive();
-    server.stop(Duration::from_secs(15));
     if let Some(why) = failure {
         return Err(why);
     }
@@ -1200,7 +1390,7 @@ fn stall_once(
         target: target.name().to_string(),
         test_id,
         api: api.path().to_string(),
-        round: 1,
+        round,
         stall: spec,
         rate,
         rate_from,
@@ -1278,8 +1468,26 @@ fn stall_seconds(
     seconds
 }
 
-/// The name of the stall's toxic on the link.
-const STALL_TOXIC: &str = "stall";
+/// The toxics of a stall on the link. `+DELAY`: every answer DELAY later (a
+/// latency toxic downstream). `freeze`: a latency toxic of the freeze's
+/// length on both streams, removed when it ends: every byte sent during the
+/// freeze, either way, is held and delivered when it ends (Toxiproxy's
+/// latency toxic passes on what it holds when it is removed), as a stalled
+/// database holds a query and answers it late. (A `timeout` toxic, used
+/// before, let queries reach the database and dropped the answers, so that
+/// a connection came back out of step: not a stall.)
+pub fn stall_toxics(spec: StallSpec) -> Vec<Toxic> {
+    let latency = |name: &str, stream, latency| {
+        Toxic::new(name, stream, Fault::Latency { latency, jitter: Duration::ZERO })
+    };
+    match spec.kind {
+        StallKind::Slower(delay) => vec![latency("stall", Stream::Downstream, delay)],
+        StallKind::Freeze => vec![
+            latency("stall-up", Stream::Upstream, spec.length),
+            latency("stall-down", Stream::Downstream, spec.length),
+        ],
+    }
+}
 
 #[cfg(test)]
 mod tests {

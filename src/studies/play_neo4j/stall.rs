@@ -8,11 +8,14 @@
 //! the service was itself again, how many requests failed during and after
 //! it, the most requests it held, and whether it survived.
 //!
-//! The load is `blocklab load -k -c 200 --rate R`, the seed's 200
-//! connections in an open loop (a request's latency counts from when it was
-//! due, so a queue that builds during the stall is seen), at half the lower
-//! of the database's ceiling and the endpoint's closed-loop rate in the
-//! matrix, the same for every target (`--db-stall-rate` sets it).
+//! The load is `blocklab load -k -c C --rate R`, the matrix's connections
+//! in an open loop (a request's latency counts from when it was due, so a
+//! queue that builds during the stall is seen), at half the lower of the
+//! database's ceiling and the endpoint's closed-loop rate in the matrix, the
+//! same for every target (`--db-stall-rate` sets it). Each target's endpoint
+//! may run the stall more than once (rounds): its figures are then given as
+//! a median with their range over the rounds ([`StallRounds`]), and two
+//! targets are said to differ only where their ranges part ([`comparison`]).
 
 use std::fmt;
 use std::time::Duration;
@@ -22,15 +25,23 @@ use serde::{Deserialize, Serialize};
 use super::test_id::TestId;
 use crate::flags::parse_duration;
 
-/// What a stall run is, in words, for the reports.
-pub const HOW: &str = "After the matrix, a fresh server per endpoint and target, warmed first by a closed-loop load \
-    through the link (a JVM's JIT; the open loop's rate is at most half the rate it reached there), then under an \
-    open-loop load (the seed's 200 connections; latency counted from when each request was \
-    due), steady first; then the link to the database \
-    stalls and comes back. Recovered: the rate within 10 % of its value before the stall and the p99 within 10 % \
-    or 2 ms of it, whichever is larger, for 3 seconds in a row; counted from the end of the stall. Beside it, the same \
-    against the steady seconds' own spread: the p99 at most the worst steady second's (a second's p99 at a few \
-    hundred requests a second is its fifth slowest request, which one scheduler hiccup sets).";
+/// What a stall run is, in words, for the reports: `connections` is the
+/// open loop's (the matrix's `-c`).
+pub fn how(connections: usize) -> String {
+    format!(
+        "After the matrix, a fresh server per endpoint and target, warmed first by a closed-loop load through the \
+         link (a JVM's JIT; the open loop's rate is at most half the rate it reached there), then under an \
+         open-loop load on {connections} connection{} (latency counted from when each request was due), steady \
+         first; then the link to the database stalls and comes back. Recovered: the rate within {:.0} % of its \
+         value before the stall and the p99 within {:.0} % or {P99_BACK_MS:.0} ms of it, whichever is larger, for \
+         {BACK_FOR} seconds in a row; counted from the end of the stall. Beside it, the same against the steady \
+         seconds' own spread: the p99 at most the worst steady second's (a second's p99 at a few hundred requests \
+         a second is its fifth slowest request, which one scheduler hiccup sets).",
+        if connections == 1 { "" } else { "s" },
+        RATE_BACK * 100.0,
+        P99_BACK * 100.0,
+    )
+}
 
 /// A rate that is back: within this share of the rate before the stall.
 pub const RATE_BACK: f64 = 0.10;
@@ -314,7 +325,7 @@ impl StallRecord {
                 self.steady_p99_max_ms
             ),
         };
-        let held = match (self.peak_in_flight, self.peak_threads) {
+        let carried = match (self.peak_in_flight, self.peak_threads) {
             // The gauge counts a request from the router on: one waiting
             // to be read (behind a worker a read blocks) is not in it.
             (_, Some(t)) if self.queued_unread() => format!(
@@ -322,7 +333,7 @@ impl StallRecord {
                  they waited before the server read them (it counts a request from its router on), on {t} threads",
                 self.longest_ms
             ),
-            (Some(r), Some(t)) => format!("; it held up to {r} requests in flight on {t} threads"),
+            (Some(r), Some(t)) => format!("; it had up to {r} requests in flight on {t} threads"),
             (None, Some(t)) => format!("; it ran up to {t} threads"),
             _ => String::new(),
         };
@@ -338,7 +349,7 @@ impl StallRecord {
         };
         format!(
             "{} {} ({}, at {:.0} req/s, {:.0} req/s and p99 {:.1} ms before): {recovered}{spread}; {} requests failed during \
-             the stall and {} after{held}{waiting}{longest}{}.",
+             the stall and {} after{carried}{waiting}{longest}{}.",
             self.target,
             self.api,
             self.stall,
@@ -350,6 +361,262 @@ impl StallRecord {
             self.note.as_deref().map_or(String::new(), |n| format!(" ({n})"))
         )
     }
+}
+
+/// A figure over the rounds of one target's endpoint through the stall: its
+/// median, lowest and highest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OverRounds {
+    /// The median (of two rounds, their mean).
+    pub median: f64,
+    /// The lowest.
+    pub min: f64,
+    /// The highest.
+    pub max: f64,
+    /// How many rounds.
+    pub rounds: usize,
+}
+
+impl OverRounds {
+    /// The figure over `values`, one per round (`None`: no round).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<OverRounds> {
+        let mut v: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        let (min, max) = (*v.first()?, *v.last()?);
+        let mid = v.len() / 2;
+        let median = if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] };
+        Some(OverRounds { median, min, max, rounds: v.len() })
+    }
+
+    /// Whether the two ranges share a value: if they do, the rounds measured no difference.
+    pub fn overlaps(&self, other: &OverRounds) -> bool {
+        self.min <= other.max && other.min <= self.max
+    }
+
+    /// `3` for one round or rounds that agree, `3 (2–4)` for several that
+    /// do not, with `fmt`.
+    pub fn text(&self, fmt: impl Fn(f64) -> String) -> String {
+        let (min, max) = (fmt(self.min), fmt(self.max));
+        if self.rounds < 2 || min == max {
+            fmt(self.median)
+        } else {
+            format!("{} ({min}–{max})", fmt(self.median))
+        }
+    }
+}
+
+/// A whole number, as a recovery's seconds and a count of failures are.
+fn whole(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+/// One target's endpoint through the stall: every round of it.
+#[derive(Debug, Clone)]
+pub struct StallRounds<'a> {
+    /// Its rounds, in the order run.
+    pub records: Vec<&'a StallRecord>,
+}
+
+/// The stall records grouped by target and endpoint, in the order each
+/// pair first ran.
+pub fn by_endpoint(stalls: &[StallRecord]) -> Vec<StallRounds<'_>> {
+    let mut groups: Vec<StallRounds<'_>> = Vec::new();
+    for record in stalls {
+        match groups
+            .iter_mut()
+            .find(|g| g.first().target == record.target && g.first().test_id == record.test_id)
+        {
+            Some(group) => group.records.push(record),
+            None => groups.push(StallRounds { records: vec![record] }),
+        }
+    }
+    for group in &mut groups {
+        group.records.sort_by_key(|r| r.round);
+    }
+    groups
+}
+
+impl StallRounds<'_> {
+    /// Its first round: the target, the endpoint and the stall are every round's.
+    pub fn first(&self) -> &StallRecord {
+        self.records[0]
+    }
+
+    /// How many rounds.
+    pub fn rounds(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The rounds it survived.
+    pub fn survived(&self) -> usize {
+        self.records.iter().filter(|r| r.survived).count()
+    }
+
+    /// The rounds it survived and recovered in within the run.
+    pub fn recovered_rounds(&self) -> usize {
+        self.records.iter().filter(|r| r.survived && r.recovered_after_s.is_some()).count()
+    }
+
+    /// Seconds from the stall's end to recovery over the rounds, when it
+    /// survived and recovered in every one (`None` otherwise: a round that did
+    /// not recover has no figure, only a bound the run's length sets).
+    pub fn recovered(&self) -> Option<OverRounds> {
+        let each: Option<Vec<f64>> = self
+            .records
+            .iter()
+            .map(|r| r.recovered_after_s.filter(|_| r.survived).map(|s| s as f64))
+            .collect();
+        OverRounds::of(each?)
+    }
+
+    /// Requests failed during and after the stall, over the rounds.
+    pub fn failed(&self) -> Option<OverRounds> {
+        OverRounds::of(self.records.iter().map(|r| (r.failed_during + r.failed_after) as f64))
+    }
+
+    /// The longest request over the rounds (ms), when every round recorded it.
+    pub fn longest(&self) -> Option<OverRounds> {
+        OverRounds::of(self.records.iter().filter(|r| r.longest_ms > 0.0).map(|r| r.longest_ms))
+    }
+
+    /// How it went, in one sentence: a round's own sentence when it ran
+    /// once; with several, each figure as its median and its range over them.
+    pub fn sentence(&self) -> String {
+        let first = self.first();
+        if self.rounds() == 1 {
+            return first.sentence();
+        }
+        let n = self.rounds();
+        let over = |f: fn(&StallRecord) -> f64| OverRounds::of(self.records.iter().map(|r| f(r)));
+        let text = |o: Option<OverRounds>, fmt: fn(f64) -> String| o.map_or("?".to_string(), |o| o.text(fmt));
+        let one = |v: f64| format!("{v:.1}");
+        let recovered = match (self.survived(), self.recovered()) {
+            (s, _) if s < n => format!("survived {s} of its {n} rounds"),
+            (_, Some(r)) => format!("recovered {} s after the stall ended", r.text(whole)),
+            (_, None) => {
+                let each: Vec<String> = self
+                    .records
+                    .iter()
+                    .map(|r| match r.recovered_after_s {
+                        Some(s) => format!("round {} after {s} s", r.round),
+                        None => format!(
+                            "round {} not within {} s",
+                            r.round,
+                            r.seconds.len().saturating_sub(r.ends_s() as usize)
+                        ),
+                    })
+                    .collect();
+                format!("recovered in {} of its {n} rounds ({})", self.recovered_rounds(), each.join(", "))
+            }
+        };
+        let peak = |f: fn(&StallRecord) -> Option<u64>| self.records.iter().filter_map(|r| f(r)).max();
+        let carried = match (peak(|r| r.peak_in_flight), peak(|r| r.peak_threads)) {
+            (_, Some(t)) if self.records.iter().any(|r| r.queued_unread()) => format!(
+                "; its /metrics never saw one of these requests in flight in a round where one took a second or \
+                 more: they waited before the server read them, on up to {t} threads"
+            ),
+            (Some(r), Some(t)) => format!("; it had up to {r} requests in flight on {t} threads"),
+            (None, Some(t)) => format!("; it ran up to {t} threads"),
+            _ => String::new(),
+        };
+        let waiting = match peak(|r| r.peak_waiting) {
+            Some(0) => ", no read ever waited for a database connection".to_string(),
+            Some(w) => format!(", up to {w} reads waiting for a database connection"),
+            None => String::new(),
+        };
+        let longest = self
+            .longest()
+            .map_or(String::new(), |l| format!("; the longest request took {} ms", l.text(whole)));
+        format!(
+            "{} {} ({}, at {} req/s, {} req/s and p99 {} ms before), over {n} rounds (median, range): {recovered}; \
+             {} requests failed during the stall and {} after{carried}{waiting}{longest}.",
+            first.target,
+            first.api,
+            first.stall,
+            text(over(|r| r.rate), whole),
+            text(over(|r| r.before_rps), whole),
+            text(over(|r| r.before_p99_ms), one),
+            text(over(|r| r.failed_during as f64), whole),
+            text(over(|r| r.failed_after as f64), whole),
+        )
+    }
+}
+
+/// Two figures over their rounds, beside each other: which is lower in
+/// every round, claimed only where their ranges part and each side ran at
+/// least twice; otherwise that they are within each other's range.
+/// `(lower, higher)` are the words for `a` below `b` and above it.
+fn beside(
+    (a_name, a): (&str, OverRounds),
+    (b_name, b): (&str, OverRounds),
+    (lower, higher): (&str, &str),
+    unit: &str,
+) -> String {
+    let figures = format!("{a_name} {}{unit}, {b_name} {}{unit}", a.text(whole), b.text(whole));
+    if a.rounds < 2 || b.rounds < 2 {
+        format!("{figures} (one round on a side, so no difference is claimed)")
+    } else if a.overlaps(&b) {
+        format!("{figures}: within each other's range, so no difference is claimed")
+    } else if a.max < b.min {
+        format!("{a_name} {lower} in every round ({figures})")
+    } else {
+        format!("{a_name} {higher} in every round ({figures})")
+    }
+}
+
+/// Two targets' same endpoint through the stall, `a` beside `b`: survival,
+/// recovery and failures, a difference claimed only where their ranges over
+/// the rounds do not overlap.
+pub fn comparison(a: &StallRounds<'_>, b: &StallRounds<'_>) -> String {
+    let (an, bn) = (a.first().target.as_str(), b.first().target.as_str());
+    let rounds = match (a.rounds(), b.rounds()) {
+        (x, y) if x == y => format!("{x} round{} each", if x == 1 { "" } else { "s" }),
+        (x, y) => format!("{x} and {y} rounds"),
+    };
+    let recovery = match (a.survived() == a.rounds(), b.survived() == b.rounds()) {
+        (true, false) if b.survived() == 0 => format!("{an} survived every round and {bn} none"),
+        (false, true) if a.survived() == 0 => format!("{bn} survived every round and {an} none"),
+        (false, _) | (_, false) => format!(
+            "{an} survived {} of {} rounds and {bn} {} of {}: no difference is claimed",
+            a.survived(),
+            a.rounds(),
+            b.survived(),
+            b.rounds()
+        ),
+        (true, true) => match (a.recovered(), b.recovered()) {
+            (Some(ra), Some(rb)) => format!(
+                "recovery: {}",
+                beside((an, ra), (bn, rb), ("recovered sooner", "recovered later"), " s")
+            ),
+            (Some(_), None) if b.recovered_rounds() == 0 => {
+                format!("{an} recovered in every round and {bn} in none within the run")
+            }
+            (None, Some(_)) if a.recovered_rounds() == 0 => {
+                format!("{bn} recovered in every round and {an} in none within the run")
+            }
+            (None, None) if a.recovered_rounds() == 0 && b.recovered_rounds() == 0 => {
+                "neither recovered within the run in any round".to_string()
+            }
+            _ => format!(
+                "{an} recovered in {} of {} rounds and {bn} in {} of {}: no difference is claimed",
+                a.recovered_rounds(),
+                a.rounds(),
+                b.recovered_rounds(),
+                b.rounds()
+            ),
+        },
+    };
+    let failed = match (a.failed(), b.failed()) {
+        (Some(fa), Some(fb)) => {
+            format!("; failed requests: {}", beside((an, fa), (bn, fb), ("failed fewer", "failed more"), ""))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "Through the stall, {} beside {bn} ({rounds}, at {:.0} req/s): {recovery}{failed}.",
+        a.first().api,
+        a.first().rate
+    )
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -509,18 +776,18 @@ mod tests {
             "{s}"
         );
         // A blocked endpoint's requests wait before the server reads them: a
-        // gauge that never saw one is not "held up to 0".
+        // gauge that never saw one is not "had up to 0".
         (record.peak_in_flight, record.longest_ms) = (Some(0), 4710.0);
         let s = record.sentence();
         assert!(
             s.contains("never saw one of these requests in flight, though the longest took 4710 ms"),
             "{s}"
         );
-        assert!(!s.contains("held up to 0"), "{s}");
+        assert!(!s.contains("up to 0 requests"), "{s}");
         assert!(record.queued_unread(), "the table says so too");
         (record.peak_in_flight, record.longest_ms) = (Some(38), 79.0);
         assert!(!record.queued_unread());
-        assert!(record.sentence().contains("it held up to 38 requests in flight on 10 threads"));
+        assert!(record.sentence().contains("it had up to 38 requests in flight on 10 threads"));
         // Cut the run before it is back for three seconds: not recovered.
         record.seconds.truncate(11);
         record.compute();
@@ -586,5 +853,112 @@ mod tests {
         assert_eq!(steady_rps(&timeline), Some(1000.0));
         assert_eq!(steady_rps(&[]), None);
         assert_eq!(steady_rps(&[second(0, 0, 1.0)]), None);
+    }
+
+    /// A round of `target`'s `/getDataAsync` through a 5 s stall: recovered
+    /// `recovered` s after it (None: not within the run), `failed` failed.
+    fn round(target: &str, round: u32, recovered: Option<u64>, failed: u64) -> StallRecord {
+        StallRecord {
+            target: target.to_string(),
+            test_id: TestId(3),
+            api: "/getDataAsync".to_string(),
+            round,
+            stall: StallSpec::parse("+50ms:5s").unwrap(),
+            rate: 450.0,
+            rate_from: String::new(),
+            warm_s: 10.0,
+            starts_s: 8,
+            seconds: (0..30).map(|i| second(i, 450.0, 20.0, 0)).collect(),
+            before_rps: 450.0,
+            before_p99_ms: 20.0,
+            recovered_after_s: recovered,
+            steady_p99_max_ms: 24.0,
+            recovered_in_spread_after_s: recovered,
+            failed_during: failed,
+            failed_after: 0,
+            peak_in_flight: Some(30),
+            peak_threads: Some(9),
+            peak_waiting: Some(0),
+            longest_ms: 900.0,
+            failures: Default::default(),
+            survived: true,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_figure_over_rounds_is_its_median_and_range() {
+        let o = OverRounds::of([5.0, 1.0, 3.0]).unwrap();
+        assert_eq!((o.median, o.min, o.max, o.rounds), (3.0, 1.0, 5.0, 3));
+        assert_eq!(OverRounds::of([2.0, 4.0]).unwrap().text(|v| format!("{v:.0}")), "3 (2–4)");
+        assert_eq!(OverRounds::of([2.0]).unwrap().text(|v| format!("{v:.0}")), "2");
+        assert_eq!(OverRounds::of([450.0, 450.2]).unwrap().text(|v| format!("{v:.0}")), "450");
+        assert_eq!(OverRounds::of([]), None);
+    }
+
+    #[test]
+    fn rounds_are_grouped_by_target_and_endpoint_whatever_the_order_run() {
+        let stalls = [
+            round("blocklab", 1, Some(2), 0),
+            round("play", 1, Some(5), 3),
+            round("blocklab", 2, Some(3), 1),
+        ];
+        let groups = by_endpoint(&stalls);
+        assert_eq!(groups.len(), 2);
+        assert_eq!((groups[0].first().target.as_str(), groups[0].rounds()), ("blocklab", 2));
+        let s = groups[0].sentence();
+        assert!(s.starts_with("blocklab /getDataAsync (answers 50ms slower for 5s, at 450 req/s"), "{s}");
+        assert!(
+            s.contains("over 2 rounds (median, range): recovered 2 (2–3) s after the stall ended"),
+            "{s}"
+        );
+        assert!(s.contains("it had up to 30 requests in flight on 9 threads"), "{s}");
+        // One round: its own sentence.
+        assert_eq!(groups[1].sentence(), stalls[1].sentence());
+    }
+
+    #[test]
+    fn a_difference_is_claimed_only_where_the_rounds_ranges_part() {
+        // Apart: blocklab 2–3 s, play 5–7 s; failures 0–1 against 3–9.
+        let ours = [round("blocklab", 1, Some(2), 0), round("blocklab", 2, Some(3), 1)];
+        let theirs = [round("play", 1, Some(5), 3), round("play", 2, Some(7), 9)];
+        let (a, b) = (by_endpoint(&ours), by_endpoint(&theirs));
+        let s = comparison(&a[0], &b[0]);
+        assert!(
+            s.starts_with("Through the stall, /getDataAsync beside play (2 rounds each, at 450 req/s)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("blocklab recovered sooner in every round (blocklab 2 (2–3) s, play 6 (5–7) s)"),
+            "{s}"
+        );
+        assert!(s.contains("blocklab failed fewer in every round (blocklab 0 (0–1), play 6 (3–9))"), "{s}");
+        // Overlapping: 2–6 s against 5–7 s, and the same failures: nothing claimed.
+        let ours = [round("blocklab", 1, Some(2), 3), round("blocklab", 2, Some(6), 9)];
+        let s = comparison(&by_endpoint(&ours)[0], &b[0]);
+        assert!(s.contains("recovery: blocklab 4 (2–6) s, play 6 (5–7) s: within each other's range, so no difference is claimed"), "{s}");
+        assert!(!s.contains("sooner") && !s.contains("later") && !s.contains("fewer"), "{s}");
+        // One round each: never a claim, however far apart.
+        let s = comparison(&by_endpoint(&ours[..1])[0], &by_endpoint(&theirs[1..])[0]);
+        assert!(s.contains("(one round on a side, so no difference is claimed)"), "{s}");
+        assert!(!s.contains("sooner"), "{s}");
+        // Recovered in every round against none: a difference the run's end bounds.
+        let never = [round("play", 1, None, 40), round("play", 2, None, 52)];
+        let s = comparison(&a[0], &by_endpoint(&never)[0]);
+        assert!(s.contains("blocklab recovered in every round and play in none within the run"), "{s}");
+        // Recovered in one round of two: not claimed either way.
+        let once = [round("play", 1, Some(1), 0), round("play", 2, None, 0)];
+        let s = comparison(&a[0], &by_endpoint(&once)[0]);
+        assert!(
+            s.contains("blocklab recovered in 2 of 2 rounds and play in 1 of 2: no difference is claimed"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn the_method_names_the_runs_connections() {
+        let how = how(64);
+        assert!(how.contains("open-loop load on 64 connections"), "{how}");
+        assert!(!how.contains("200"), "{how}");
     }
 }

@@ -61,7 +61,7 @@ pub fn all(results: &SweepResults) -> Vec<Chart> {
         charts.push(Chart { file: "outcomes.svg".to_string(), title, svg });
     }
     if let Ok(svg) = per_request_chart(results) {
-        let title = "Memory per in-flight request (KiB), over the levels held at 100 %".to_string();
+        let title = "Memory per in-flight request (KiB), over the levels answered in full".to_string();
         charts.push(Chart { file: "per-request.svg".to_string(), title, svg });
     }
     charts
@@ -85,7 +85,7 @@ fn per_request_chart(results: &SweepResults) -> Result<String, DrawError> {
         let root = canvas(&mut svg, (900, height))?;
         let n = rows.len().max(1);
         let mut chart = ChartBuilder::on(&root)
-            .caption("Memory per in-flight request, over the levels held at 100 %", ("sans-serif", 20))
+            .caption("Memory per in-flight request, over the levels answered in full", ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(130)

@@ -2,14 +2,12 @@
 //! the tables of `results.md`. One self-contained page (styles and charts
 //! inlined).
 
-use super::reading::verdict;
-use super::report::markdown;
+use super::report;
 use super::results::SweepResults;
 use crate::page::{Chart, STYLE, charts_html, escape};
 
 /// The whole page.
 pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> String {
-    let results_md = markdown(results);
     let mut body = String::new();
     body += "<h1>blocklab sweep — study 2: slow requests, a memory cap, and who survives</h1>";
     body += &format!(
@@ -38,18 +36,8 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     }
     // The answer first: where each target stopped coping and the success
     // chart, then the reading that explains them.
-    body += "<h2>Where each target stopped coping</h2><table><thead><tr><th>target</th><th>memory cap</th>\
-             <th>idle</th><th>verdict</th></tr></thead><tbody>";
-    for t in &results.targets {
-        body += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
-            escape(&t.name),
-            escape(&t.cap),
-            escape(&super::reading::idle(t)),
-            escape(&verdict(t))
-        );
-    }
-    body += "</tbody></table>";
+    body += "<h2>Where each target stopped coping</h2>";
+    body += &report::coping(results).html();
     let (first, rest): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| c.file == "success.svg");
     body += &charts_html(first);
     body += "<h2>Reading</h2><ul class=\"reading\">";
@@ -62,11 +50,16 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
     }
     body += "</ul><h2>Memory per in-flight request</h2>";
     body += &format!("<p>{}</p>", escape(super::memory::MEANING));
-    body += &markdown_table_to_html(&results_md, "## Memory per in-flight request");
+    body += &report::memory(results).html();
     body += "<h2>Charts</h2>";
     body += &charts_html(rest);
-    body += "<h2>Per level</h2>";
-    body += &markdown_table_to_html(&results_md, "## Per level");
+    body += &format!("<h2>Per level</h2><p>{}</p>", escape(report::PER_LEVEL));
+    for table in report::per_level(results) {
+        body += &table.html();
+    }
+    for note in report::level_notes(results) {
+        body += &format!("<p class=\"sub\">{}</p>", escape(&note));
+    }
     body += "<h2>Conditions</h2><dl>";
     let conditions = [
         ("targets' CPUs", crate::harness::placement::list(&results.placement.server_cpus)),
@@ -106,22 +99,4 @@ pub fn page(results: &SweepResults, reading: &[String], charts: &[Chart]) -> Str
          <body>{body}</body></html>\n",
         escape(&results.started)
     )
-}
-
-/// The first table after `heading` in `results.md`, as HTML.
-fn markdown_table_to_html(md: &str, heading: &str) -> String {
-    let section = md.split(heading).nth(1).unwrap_or("");
-    let section = section.split("\n## ").next().unwrap_or("");
-    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")).collect();
-    let mut out = String::from("<table>");
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
-        let tag = if i == 0 { "th" } else { "td" };
-        out += "<tr>";
-        for cell in cells {
-            out += &format!("<{tag}>{}</{tag}>", escape(cell));
-        }
-        out += "</tr>";
-    }
-    out + "</table>"
 }

@@ -17,7 +17,7 @@ use super::results::{PerRequest, Step, StepStatus};
 
 /// What the figures mean, for the reports.
 pub const MEANING: &str = "What one more concurrent slow request costs: the least-squares slope of the \
-    step's peak memory over its level, among the levels held at 100 % (beyond them requests fail and cost \
+    step's peak memory over its level, among the levels answered in full (beyond them requests fail and cost \
     nothing). Process: the cgroup's peak (memory.max_usage_in_bytes, page cache included: what the cap \
     counts). Less page cache: the cgroup's usage less its page cache, sampled every 50 ms. JVM heap: the \
     heap in use at its sampled peak (garbage not yet collected included). The cap divided by it is about \

@@ -49,10 +49,20 @@ pub const STUDY: Study = Study {
               server peer built here.",
     check: |out, quick| SweepArgs::alone(out, quick)?.plan().map(|_| ()),
     run: |out, quick| {
-        let args = match SweepArgs::alone(out, quick) {
+        let mut args = match SweepArgs::alone(out, quick) {
             Ok(args) => args,
             Err(e) => return StudyRun::failed(Failure::Usage(e)),
         };
+        // The thread-pool targets (Spring Web, Tomcat, the pool, Python's threads) spent minutes
+        // of the main job answering in waves, up to 55 s a level, where each level more only adds
+        // a wave: the main job stops them there (`blocklab sweep` alone runs every level).
+        if args.stop_after_waves.is_none() {
+            args.stop_after_waves = Some(MAIN_JOB_WAVES);
+            eprintln!(
+                "sweep: a target's higher levels are not run once its answers come in waves past \
+                 {MAIN_JOB_WAVES} × the delay (the main job's time; blocklab sweep alone runs every level)"
+            );
+        }
         let results = sweep_run(&args);
         let (ran, skipped, versions) = match &results {
             Ok(r) => (ran_lines(r), r.warnings.clone(), r.versions.clone()),
@@ -64,6 +74,9 @@ pub const STUDY: Study = Study {
         StudyRun { outcome: results.map(|_| ()), answer, chart, ran, skipped, versions }
     },
 };
+
+/// The main job's `--stop-after-waves`.
+pub const MAIN_JOB_WAVES: u32 = 3;
 
 /// What ran, for the index page: each target, its cap and its verdict.
 fn ran_lines(results: &SweepResults) -> Vec<String> {

@@ -79,6 +79,11 @@ pub struct SweepPlan {
     pub per_process: Option<usize>,
     /// `--quick`: a first look, and its report says so.
     pub quick: bool,
+    /// `--stop-after-waves K`: a target's higher levels are not run once a
+    /// level's slowest answer took more than K × the delay (its answers came
+    /// in waves: a pool of threads each sleeping the delay); `None`: every
+    /// level runs.
+    pub stop_after_waves: Option<u32>,
     /// `lean`'s worker processes (`--lean-processes`; `None`: as many as
     /// each level needs, [`super::run::lean_processes`], no more than what
     /// its admission budget holds needs, [`super::memory::cap_holds`]).

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use super::reading::{self, head, verdict};
 use super::results::{Death, DeathKind, Step, StepStatus, SweepResults, TargetResult};
 use super::step::{Outcome, StepLoad};
+use crate::page::{Column, Table};
 
 /// One line for stderr after a step, the target's name padded to `width`
 /// (the longest name swept) so that the columns line up.
@@ -108,11 +109,7 @@ pub fn markdown(results: &SweepResults) -> String {
         let _ = writeln!(md, "- {sentence}");
     }
     let _ = writeln!(md, "\n## Where each target stopped coping\n");
-    let _ = writeln!(md, "| target | memory cap | idle | verdict |");
-    let _ = writeln!(md, "|---|---|---|---|");
-    for t in &results.targets {
-        let _ = writeln!(md, "| {} | {} | {} | {} |", t.name, t.cap, reading::idle(t), verdict(t));
-    }
+    md += &coping(results).markdown();
     let warmed: Vec<_> = results.targets.iter().filter_map(|t| Some((&t.name, t.warmup.as_ref()?))).collect();
     if !warmed.is_empty() {
         let _ = writeln!(md);
@@ -126,92 +123,140 @@ pub fn markdown(results: &SweepResults) -> String {
     }
     let _ = writeln!(md, "\n## Memory per in-flight request\n");
     let _ = writeln!(md, "{}\n", super::memory::MEANING);
-    let _ =
-        writeln!(md, "| target | levels held at 100 % | process KiB | less page cache KiB | JVM heap KiB |");
-    let _ = writeln!(md, "|---|---|---|---|---|");
-    for t in &results.targets {
-        let p = t.per_request.as_ref();
-        let kib = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} |",
-            t.name,
-            p.map_or("fewer than two".to_string(), |p| {
-                p.levels.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            }),
-            kib(p.and_then(|p| p.process_kib)),
-            kib(p.and_then(|p| p.less_cache_kib)),
-            kib(p.and_then(|p| p.heap_kib))
-        );
-    }
+    md += &memory(results).markdown();
     let _ = writeln!(md, "\n## Per level\n");
-    let _ = writeln!(
-        md,
-        "Success: 2xx within the timeout. Refused: a 503 (admission control's answer) or a connection closed \
-         before its request was sent, with the reason the server gave in brackets (blocklab's x-refused-for \
-         header: memory or descriptors at accept, memory_at_request for a request that came on an admitted \
-         connection past the memory line; unstated: a 503 without it; closed: the close); refused within: the slowest refusal from its send. Timed out: no whole \
-         answer (or no connection) within the timeout. Other failures: connect refused (ECONNREFUSED), reset, \
-         closed early, another status, the client's own. Response times of the successes, from the send to the \
-         whole response. Sent over: the first request sent to the last (JMeter starts its threads one by \
-         one). Peak memory: the target's cgroup, page cache excluded, sampled every 50 ms; peak heap: a \
-         JVM's heap in use (its performance counters), sampled every 50 ms. Client processes: how many sent \
-         the level; workers: the target's worker processes (lean's --processes).\n"
-    );
-    let _ = writeln!(
-        md,
-        "| target | concurrent | success % | refused | timed out | other failures | min ms | p50 ms | p99 ms | max ms | refused within ms | sent over ms | peak memory | peak heap | peak threads | client processes | workers | after |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for t in &results.targets {
-        for s in &t.steps {
-            let load = s.load.as_ref();
-            let count = |f: fn(&StepLoad) -> usize| load.map_or("-".to_string(), |l| f(l).to_string());
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                t.name,
-                s.level,
-                s.success_rate.map_or("-".to_string(), |r| format!("{:.1}", r * 100.0)),
-                load.map_or("-".to_string(), refused_cell),
-                count(StepLoad::timed_out),
-                other_failures(s),
-                ms(s.min_ms),
-                ms(s.p50_ms),
-                ms(s.p99_ms),
-                ms(s.max_ms),
-                ms(load.filter(|l| l.count(Outcome::Refused) > 0).map(|l| l.refused_max_ms)),
-                ms(load.map(|l| l.send_spread_ms)),
-                mib(s.peak_memory_bytes),
-                mib(s.peak_heap_bytes),
-                s.peak_threads.map_or("-".to_string(), |t| t.to_string()),
-                count(|l| l.processes),
-                s.workers.map_or("-".to_string(), |w| w.to_string()),
-                after(t, s)
-            );
-        }
+    let _ = writeln!(md, "{PER_LEVEL}\n");
+    let tables: Vec<String> = per_level(results).iter().map(Table::markdown).collect();
+    md += &tables.join("\n");
+    for note in level_notes(results) {
+        let _ = writeln!(md, "\n{note}");
     }
+    md
+}
+
+/// What the per-level tables' columns are.
+pub const PER_LEVEL: &str = "Three tables, a row per target and level each: what became of the requests, how long \
+    the answers took, and what the target took to serve them. Success: 2xx within the timeout. Refused: a 503 \
+    (admission control's answer) or a connection closed before its request was sent, with the reason the server \
+    gave in brackets (blocklab's x-refused-for header: memory or descriptors at accept, memory_at_request for a \
+    request that came on an admitted connection past the memory line; unstated: a 503 without it; closed: the \
+    close). Timed out: no whole answer (or no connection) within the timeout. Other failures: connect refused \
+    (ECONNREFUSED), reset, closed early, another status, the client's own. Response times of the successes, from \
+    the send to the whole response; the slowest answer split at the moment it reached the client's socket (the \
+    kernel's receive timestamp): before it, the target's time and the loopback's; after it, the time it waited \
+    unread, the client's. Refused within: the slowest refusal from its send. Sent over: the first request sent to \
+    the last (JMeter starts its threads one by one). Peak memory: the target's cgroup, page cache excluded, sampled \
+    every 50 ms; peak heap: a JVM's heap in use (its performance counters), sampled every 50 ms. Client \
+    processes: how many sent the level; workers: the target's worker processes (lean's --processes).";
+
+/// Where each target stopped coping: its cap, what it took idle, its verdict.
+pub fn coping(results: &SweepResults) -> Table {
+    Table {
+        headers: ["target", "memory cap", "idle", "verdict"].map(String::from).to_vec(),
+        rows: results
+            .targets
+            .iter()
+            .map(|t| vec![t.name.clone(), t.cap.clone(), reading::idle(t), verdict(t)])
+            .collect(),
+    }
+}
+
+/// Memory per in-flight request, per target.
+pub fn memory(results: &SweepResults) -> Table {
+    let kib = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    Table {
+        headers: ["target", "levels answered in full", "process KiB", "less page cache KiB", "JVM heap KiB"]
+            .map(String::from)
+            .to_vec(),
+        rows: results
+            .targets
+            .iter()
+            .map(|t| {
+                let p = t.per_request.as_ref();
+                vec![
+                    t.name.clone(),
+                    p.map_or("fewer than two".to_string(), |p| {
+                        p.levels.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    }),
+                    kib(p.and_then(|p| p.process_kib)),
+                    kib(p.and_then(|p| p.less_cache_kib)),
+                    kib(p.and_then(|p| p.heap_kib)),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// The per-level figures, by question, each table a row per target and
+/// level: the requests' outcomes, the answers' times, what the target took.
+pub fn per_level(results: &SweepResults) -> Vec<Table> {
+    let rows: Vec<(&TargetResult, &Step)> =
+        results.targets.iter().flat_map(|t| t.steps.iter().map(move |s| (t, s))).collect();
+    let keys = vec![
+        Column::new("target", rows.iter().map(|(t, _)| t.name.clone()).collect()),
+        Column::new("concurrent", rows.iter().map(|(_, s)| s.level.to_string()).collect()),
+    ];
+    let column = |header: &str, cell: &dyn Fn(&TargetResult, &Step) -> String| {
+        Column::new(header, rows.iter().map(|(t, s)| cell(t, s)).collect())
+    };
+    let count =
+        |s: &Step, f: fn(&StepLoad) -> usize| s.load.as_ref().map_or("-".to_string(), |l| f(l).to_string());
+    let slowest_arrived = |s: &Step| s.load.as_ref().and_then(|l| l.slowest_arrived_ms);
+    let outcomes = vec![
+        column("success %", &|_, s| s.success_rate.map_or("-".to_string(), |r| format!("{:.1}", r * 100.0))),
+        column("refused", &|_, s| s.load.as_ref().map_or("-".to_string(), refused_cell)),
+        column("timed out", &|_, s| count(s, StepLoad::timed_out)),
+        column("other failures", &|_, s| other_failures(s)),
+        column("after", &|t, s| after(t, s)),
+    ];
+    let times = vec![
+        column("min ms", &|_, s| ms(s.min_ms)),
+        column("p50 ms", &|_, s| ms(s.p50_ms)),
+        column("p99 ms", &|_, s| ms(s.p99_ms)),
+        column("max ms", &|_, s| ms(s.max_ms)),
+        column("slowest: to the socket ms", &|_, s| ms(slowest_arrived(s))),
+        column("slowest: unread ms", &|_, s| {
+            ms(s.max_ms.zip(slowest_arrived(s)).map(|(max, arrived)| (max - arrived).max(0.0)))
+        }),
+        column("refused within ms", &|_, s| {
+            ms(s.load.as_ref().filter(|l| l.count(Outcome::Refused) > 0).map(|l| l.refused_max_ms))
+        }),
+        column("sent over ms", &|_, s| ms(s.load.as_ref().map(|l| l.send_spread_ms))),
+    ];
+    let took = vec![
+        column("peak memory", &|_, s| mib(s.peak_memory_bytes)),
+        column("peak heap", &|_, s| mib(s.peak_heap_bytes)),
+        column("peak threads", &|_, s| s.peak_threads.map_or("-".to_string(), |t| t.to_string())),
+        column("client processes", &|_, s| count(s, |l| l.processes)),
+        column("workers", &|_, s| s.workers.map_or("-".to_string(), |w| w.to_string())),
+    ];
+    [outcomes, times, took].into_iter().flat_map(|group| Table::packed(&keys, vec![group])).collect()
+}
+
+/// The lines under the per-level tables: levels whose connections came
+/// from more than one source address, or were sent by more than one
+/// client process.
+pub fn level_notes(results: &SweepResults) -> Vec<String> {
+    let mut notes = Vec::new();
     let spread = steps_where(results, |load| load.source_addresses);
     if !spread.is_empty() {
-        let _ = writeln!(
-            md,
-            "\nConnections from more than one loopback source address (127.0.0.1, 127.0.0.2, …; one address \
-             has ~28,000 ephemeral ports): {}.",
+        notes.push(format!(
+            "Connections from more than one loopback source address (127.0.0.1, 127.0.0.2, …; one address has \
+             ~28,000 ephemeral ports): {}.",
             spread.join("; ")
-        );
+        ));
     }
     let split = steps_where(results, |load| load.processes);
     if !split.is_empty() {
-        let _ = writeln!(
-            md,
-            "\nLevels sent by more than one client process (one process holds at most RLIMIT_NOFILE descriptors; \
+        notes.push(format!(
+            "Levels sent by more than one client process (one process holds at most RLIMIT_NOFILE descriptors; \
              each ran on the load's CPUs {}, was told to send at the same instant, and their outcomes were merged \
              request by request): {}.",
             crate::harness::placement::list(&results.placement.load_cpus),
             split.join("; ")
-        );
+        ));
     }
-    md
+    notes
 }
 
 /// What became of the target after a step, or why the step did not run.
@@ -220,6 +265,7 @@ pub fn after(t: &TargetResult, s: &Step) -> String {
         (StepStatus::NotRunDown, _) => "not run: down".to_string(),
         (StepStatus::NotRunInterrupted, _) => "not run: interrupted".to_string(),
         (StepStatus::ClientFailed, _) => "client failed".to_string(),
+        (StepStatus::NotRunWaves, _) => "not run: its answers came in waves at a lower level".to_string(),
         (StepStatus::NotRunLimit, _) => match t.descriptor_limit {
             Some(limit) if !t.admission && !fits_limit(s.level, limit) => {
                 format!("not run: over its {limit} descriptors, no admission control")

@@ -74,6 +74,11 @@ pub enum StepStatus {
     /// to refuse the rest (or, with `--client jmeter`, more than the
     /// client's: JMeter is one process).
     NotRunLimit,
+    /// Not run: at a lower level the target's answers came in waves, its
+    /// slowest past `--stop-after-waves` × the delay (a pool of threads
+    /// that each sleep the delay: each level more only adds a wave; the
+    /// main job stops there to keep its time).
+    NotRunWaves,
 }
 
 /// One level of one target.

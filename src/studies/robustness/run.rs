@@ -306,9 +306,18 @@ fn sweep_target(
         result.warmup = Some(warmup);
     }
     result.idle_bytes = server.as_ref().and_then(|s| idle_memory(s, cgroup.as_ref()));
+    // The level whose answers came in waves past --stop-after-waves × the delay.
+    let mut in_waves: Option<usize> = None;
     for &level in &plan.levels {
         if result.died.is_some() {
             result.steps.push(Step::not_run(level, StepStatus::NotRunDown));
+            continue;
+        }
+        if let Some(at) = in_waves {
+            eprintln!(
+                "sweep: {name} {level}: not run: its answers came in waves at {at} (--stop-after-waves)"
+            );
+            result.steps.push(Step::not_run(level, StepStatus::NotRunWaves));
             continue;
         }
         if interrupt.load(Relaxed) {
@@ -462,6 +471,10 @@ fn sweep_target(
             }
             Some(Err(death)) => result.died = Some(death),
             None => {}
+        }
+        let waves = plan.stop_after_waves.map(|k| f64::from(k) * plan.delay.as_secs_f64() * 1000.0);
+        if waves.is_some_and(|limit| step.max_ms.is_some_and(|max| max > limit)) {
+            in_waves = Some(level);
         }
         result.steps.push(step);
         // Drain: the step's connections are closed; let the target see it.

@@ -91,7 +91,7 @@ pub fn answer(results: &SweepResults) -> Vec<String> {
                     )
                 }
                 None => format!(
-                    "Spring Web did not die here: alive after every level up to {} (100 % up to {}{}); the \
+                    "Spring Web did not die here: alive after every level up to {} (answered all of {}{}); the \
                      seed's died at ~700.",
                     run.last().map_or(0, |s| s.level),
                     web.highest_full_success.map_or("none".to_string(), |l| l.to_string()),
@@ -107,19 +107,19 @@ pub fn answer(results: &SweepResults) -> Vec<String> {
         None => out.push(format!("{SPRING_WEBFLUX} did not run in this sweep (see the skipped lines).")),
         Some(flux) => {
             let run = ran(flux);
-            let held = flux.highest_full_success;
-            let at_held = run.iter().find(|s| Some(s.level) == held);
-            let mut sentence = match (held, at_held) {
+            let full = flux.highest_full_success;
+            let at_full = run.iter().find(|s| Some(s.level) == full);
+            let mut sentence = match (full, at_full) {
                 (Some(level), Some(s)) => format!(
-                    "Spring WebFlux held 100 % up to {level} (slowest {:.1} s there; the seed: 1000 at 100 %, \
+                    "Spring WebFlux answered all of {level} (slowest {:.1} s there; the seed: 1000 at 100 %, \
                      max ≈ 5 s)",
                     s.max_ms.unwrap_or(0.0) / 1e3
                 ),
-                _ => "Spring WebFlux never held a level at 100 %".to_string(),
+                _ => "Spring WebFlux answered all of no level".to_string(),
             };
             let beyond: Vec<String> = run
                 .iter()
-                .filter(|s| held.is_none_or(|h| s.level > h))
+                .filter(|s| full.is_none_or(|h| s.level > h))
                 .map(|s| {
                     format!(
                         "{}: {:.1} % ({})",

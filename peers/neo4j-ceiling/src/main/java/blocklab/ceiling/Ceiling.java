@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.logging.Level;
 
+import org.neo4j.driver.AuthToken;
 import org.neo4j.driver.AuthTokens;
 import org.neo4j.driver.Config;
 import org.neo4j.driver.Driver;
@@ -59,8 +60,7 @@ public final class Ceiling {
         try {
             o = Options.parse(args);
         } catch (IllegalArgumentException e) {
-            System.err.println("neo4j-ceiling: " + e.getMessage());
-            System.err.println(Options.USAGE);
+            System.err.println("neo4j-ceiling: " + e.getMessage() + " (" + Options.USAGE + ")");
             System.exit(2);
             return;
         }
@@ -69,7 +69,7 @@ public final class Ceiling {
                 .withConnectionAcquisitionTimeout(30, TimeUnit.SECONDS)
                 .withLogging(Logging.console(Level.WARNING))
                 .build();
-        Driver driver = GraphDatabase.driver(o.db, AuthTokens.none(), config);
+        Driver driver = GraphDatabase.driver(o.db, authFromEnvironment(), config);
         int status = 0;
         try {
             try {
@@ -88,6 +88,35 @@ public final class Ceiling {
             driver.closeAsync().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }
         System.exit(status);
+    }
+
+    /**
+     * The database's credentials, as blocklab reads them for itself: {@code NEO4J_PASSWORD}
+     * with {@code NEO4J_USER} (default {@code neo4j}), or none when no password is set. From the
+     * environment only: a command line is public ({@code ps}, {@code /proc/PID/cmdline}).
+     */
+    static AuthToken authFromEnvironment() {
+        String password = System.getenv("NEO4J_PASSWORD");
+        if (password == null) {
+            return AuthTokens.none();
+        }
+        String user = System.getenv("NEO4J_USER");
+        return AuthTokens.basic(user == null ? "neo4j" : user, password);
+    }
+
+    /**
+     * {@code text} with everything between a URL's {@code ://} and its last {@code @}
+     * replaced by {@code ***}: a user and a password, even one holding a '/' or a space.
+     * Without a scheme, everything before the last '@'.
+     */
+    static String redacted(String text) {
+        int at = text.lastIndexOf('@');
+        if (at < 0) {
+            return text;
+        }
+        int scheme = text.indexOf("://");
+        int from = scheme >= 0 && scheme < at ? scheme + 3 : 0;
+        return text.substring(0, from) + "***" + text.substring(at);
     }
 
     /**
@@ -326,32 +355,51 @@ public final class Ceiling {
                     System.exit(0);
                 }
                 if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException(a + " needs a value");
+                    throw new IllegalArgumentException(redacted(a) + " needs a value");
                 }
                 String v = args[++i];
                 try {
                     switch (a) {
-                        case "--db" -> o.db = URI.create(v);
+                        case "--db" -> o.db = bolt(v);
                         case "--nodes" -> o.nodes = Integer.parseInt(v);
                         case "--concurrency", "-c" -> o.concurrency = Integer.parseInt(v);
                         case "--seconds", "-d" -> o.seconds = Double.parseDouble(v);
                         case "--warmup" -> o.warmup = Double.parseDouble(v);
-                        default -> throw new IllegalArgumentException("unknown option " + a);
+                        default -> throw new IllegalArgumentException("unknown option " + redacted(a));
                     }
                 } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException(a + ": not a number: " + v);
+                    throw new IllegalArgumentException(a + ": not a number: " + redacted(v));
                 }
             }
             if (o.db == null) {
                 throw new IllegalArgumentException("--db bolt://HOST:PORT is required");
             }
-            if (!"bolt".equals(o.db.getScheme()) && !"neo4j".equals(o.db.getScheme())) {
-                throw new IllegalArgumentException("--db must be bolt://HOST:PORT, not " + o.db);
-            }
             if (o.nodes < 1 || o.concurrency < 1 || o.seconds <= 0 || o.warmup < 0) {
                 throw new IllegalArgumentException("--nodes and --concurrency must be >= 1, --seconds > 0, --warmup >= 0");
             }
             return o;
+        }
+
+        /**
+         * {@code --db}'s URL: bolt:// or neo4j://, with no user or password (those come from the
+         * environment, {@link Ceiling#authFromEnvironment}); no message quotes them.
+         */
+        private static URI bolt(String value) {
+            if (value.indexOf('@') >= 0) {
+                throw new IllegalArgumentException("--db takes bolt://HOST:PORT with no user or password (give them"
+                        + " as NEO4J_USER and NEO4J_PASSWORD in the environment), got '" + redacted(value) + "'");
+            }
+            URI uri;
+            try {
+                uri = new URI(value);
+            } catch (java.net.URISyntaxException e) {
+                uri = null;
+            }
+            if (uri == null || !("bolt".equals(uri.getScheme()) || "neo4j".equals(uri.getScheme()))
+                    || uri.getHost() == null) {
+                throw new IllegalArgumentException("--db must be bolt://HOST:PORT, not '" + value + "'");
+            }
+            return uri;
         }
     }
 }

@@ -7,6 +7,7 @@ import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
@@ -20,9 +21,17 @@ import org.neo4j.io.ByteUnit;
 
 /**
  * The project's managed Neo4j: Neo4j Community embedded in this process, with
- * Bolt on {@code --listen HOST:PORT}, authentication off, and its store in
- * {@code --store DIR}. It prints {@code bolt://HOST:PORT} on stdout once Bolt
- * accepts connections and shuts the database down cleanly on SIGTERM.
+ * Bolt on {@code --listen HOST:PORT}, authentication off unless
+ * {@code NEO4J_AUTH} asks for it, and its store in {@code --store DIR}. It
+ * prints {@code bolt://HOST:PORT} on stdout once Bolt accepts connections and
+ * shuts the database down cleanly on SIGTERM.
+ *
+ * <p>{@code NEO4J_AUTH=USER/PASSWORD} in the environment (the convention of
+ * Neo4j's Docker image; unset or {@code none}: off) turns authentication on,
+ * with USER's password set to PASSWORD before the address is printed: a
+ * client that waits for that line never meets the first-start password.
+ * The password comes only through the environment, so that it is never on a
+ * command line ({@code ps}), and the launcher never prints it.
  *
  * <pre>java -cp ... blocklab.neo4j.Launcher [--listen HOST:PORT] [--store DIR] [--page-cache SIZE]</pre>
  *
@@ -66,13 +75,14 @@ public final class Launcher {
             port = freePort(host);
         }
 
+        Credentials credentials = Credentials.fromEnvironment();
         Files.createDirectories(store);
         DatabaseManagementService service = new DatabaseManagementServiceBuilder(store)
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address, new SocketAddress(host, port))
                 .setConfig(HttpConnector.enabled, false)
                 .setConfig(HttpsConnector.enabled, false)
-                .setConfig(GraphDatabaseSettings.auth_enabled, false)
+                .setConfig(GraphDatabaseSettings.auth_enabled, credentials != null)
                 .setConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
                 // Keep the transaction logs small: the store is a test fixture, not a record.
                 .setConfig(GraphDatabaseSettings.keep_logical_logs, "false")
@@ -87,10 +97,51 @@ public final class Launcher {
             System.exit(1);
         }
         db.executeTransactionally("RETURN 1");
+        if (credentials != null) {
+            credentials.apply(service);
+            System.err.println(NAME + ": authentication on, as user " + credentials.user());
+        }
         waitForBolt(host, port, Duration.ofSeconds(60));
         System.out.println("bolt://" + host + ":" + port);
         System.out.flush();
         Thread.currentThread().join();
+    }
+
+    /** A user and its password, from {@code NEO4J_AUTH=USER/PASSWORD}. */
+    private record Credentials(String user, String password) {
+        /** The credentials {@code NEO4J_AUTH} asks for; null for none (unset, empty or {@code none}). */
+        static Credentials fromEnvironment() {
+            String auth = System.getenv("NEO4J_AUTH");
+            if (auth == null || auth.isEmpty() || auth.equals("none")) {
+                return null;
+            }
+            // The user ends at the first '/': a password may hold one, a user name may not.
+            int slash = auth.indexOf('/');
+            if (slash <= 0 || slash == auth.length() - 1) {
+                fail("NEO4J_AUTH takes USER/PASSWORD or none (its value is not printed)");
+            }
+            return new Credentials(auth.substring(0, slash), auth.substring(slash + 1));
+        }
+
+        /**
+         * USER with PASSWORD, no change required, through the system database (the embedded
+         * API runs with authentication bypassed, as neo4j-admin's set-initial-password does on
+         * a stopped one). Neo4j's own first user is altered; any other is created, or replaced
+         * when a store of an earlier start holds it. Both are Community's user management.
+         */
+        void apply(DatabaseManagementService service) {
+            GraphDatabaseService system = service.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME);
+            String command = user.equals("neo4j")
+                    ? "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED"
+                    : "CREATE OR REPLACE USER $user SET PASSWORD $password CHANGE NOT REQUIRED";
+            try {
+                system.executeTransactionally(command, Map.of("user", user, "password", password));
+            } catch (RuntimeException e) {
+                // Neo4j's messages name a rule (e.g. the minimum length), never the password.
+                System.err.println(NAME + ": NEO4J_AUTH: cannot set " + user + "'s password: " + e.getMessage());
+                System.exit(2);
+            }
+        }
     }
 
     private static void waitForBolt(String host, int port, Duration limit) throws InterruptedException {

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
+import org.neo4j.driver.AuthToken;
 import org.neo4j.driver.AuthTokens;
 import org.neo4j.driver.Config;
 import org.neo4j.driver.Driver;
@@ -48,7 +49,21 @@ final class Graph {
                 .withLogging(Logging.slf4j())
                 .build();
         String target = "bolt://" + db.getHost() + ":" + db.getPort();
-        return new Graph(GraphDatabase.driver(db, AuthTokens.none(), config), target);
+        return new Graph(GraphDatabase.driver(db, authFromEnvironment(), config), target);
+    }
+
+    /**
+     * The database's credentials, as blocklab reads them for itself: {@code NEO4J_PASSWORD}
+     * with {@code NEO4J_USER} (default {@code neo4j}), or none when no password is set. From the
+     * environment only: a command line is public ({@code ps}, {@code /proc/PID/cmdline}).
+     */
+    static AuthToken authFromEnvironment() {
+        String password = System.getenv("NEO4J_PASSWORD");
+        if (password == null) {
+            return AuthTokens.none();
+        }
+        String user = System.getenv("NEO4J_USER");
+        return AuthTokens.basic(user == null ? "neo4j" : user, password);
     }
 
     String target() {

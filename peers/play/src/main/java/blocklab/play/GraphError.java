@@ -5,6 +5,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 
 import akka.pattern.AskTimeoutException;
+import org.neo4j.driver.exceptions.AuthenticationException;
 import org.neo4j.driver.exceptions.ClientException;
 import org.neo4j.driver.exceptions.ServiceUnavailableException;
 import org.neo4j.driver.exceptions.SessionExpiredException;
@@ -13,7 +14,8 @@ import org.neo4j.driver.exceptions.TransientException;
 /**
  * Why a request got no data, with the status and message blocklab's server gives for the
  * same failure: 404 for a node that is not there, 503 for a database that cannot be reached
- * (or an actor that did not answer in time), 500 otherwise (without internal detail).
+ * or refuses the credentials (or an actor that did not answer in time), 500 otherwise
+ * (without internal detail).
  */
 final class GraphError extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -43,7 +45,8 @@ final class GraphError extends RuntimeException {
             return graphError;
         }
         if (e instanceof ServiceUnavailableException || e instanceof SessionExpiredException
-                || e instanceof TransientException || isAcquisitionTimeout(e)) {
+                || e instanceof TransientException || e instanceof AuthenticationException
+                || isAcquisitionTimeout(e)) {
             String message = "database unavailable: " + target + ": " + shorten(String.valueOf(e.getMessage()));
             return new GraphError(503, message, message, e);
         }

@@ -3,7 +3,12 @@ package blocklab.play;
 import java.net.URI;
 import java.net.URISyntaxException;
 
-/** The command line: {@code [--listen HOST:PORT] [--db bolt://HOST:PORT] [--nodes N]}. */
+/**
+ * The command line: {@code [--listen HOST:PORT] [--db bolt://HOST:PORT] [--nodes N]}. The
+ * database's user and password are not on it: they come from the environment
+ * ({@link Graph#authFromEnvironment}), so that {@code ps} never shows them; a {@code --db}
+ * that carries them is refused, and no message quotes them.
+ */
 record Options(String host, int port, URI db, long nodes) {
 
     static final String USAGE = "usage: run OUT [--listen HOST:PORT] [--db bolt://HOST:PORT] [--nodes N]";
@@ -34,7 +39,7 @@ record Options(String host, int port, URI db, long nodes) {
                 value = arg.substring(eq + 1);
             }
             if (!name.equals("--listen") && !name.equals("--db") && !name.equals("--nodes")) {
-                throw new IllegalArgumentException("unknown argument '" + arg + "'");
+                throw new IllegalArgumentException("unknown argument '" + redacted(arg) + "'");
             }
             if (value == null) {
                 if (i + 1 >= args.length) {
@@ -76,6 +81,10 @@ record Options(String host, int port, URI db, long nodes) {
     }
 
     private static URI bolt(String value) {
+        if (value.indexOf('@') >= 0) {
+            throw new IllegalArgumentException("--db takes bolt://HOST:PORT with no user or password (give them as"
+                    + " NEO4J_USER and NEO4J_PASSWORD in the environment), got '" + redacted(value) + "'");
+        }
         URI uri;
         try {
             uri = new URI(value);
@@ -84,7 +93,7 @@ record Options(String host, int port, URI db, long nodes) {
         }
         if (uri == null || !"bolt".equals(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 0
                 || uri.getUserInfo() != null || !(uri.getRawPath() == null || uri.getRawPath().isEmpty())) {
-            throw new IllegalArgumentException("--db wants bolt://HOST:PORT, got '" + value + "'");
+            throw new IllegalArgumentException("--db wants bolt://HOST:PORT, got '" + redacted(value) + "'");
         }
         return uri;
     }
@@ -100,6 +109,21 @@ record Options(String host, int port, URI db, long nodes) {
             throw new IllegalArgumentException("--nodes wants a positive integer, got '" + value + "'");
         }
         return n;
+    }
+
+    /**
+     * {@code text} with everything between a URL's {@code ://} and its last {@code @}
+     * replaced by {@code ***}: a user and a password, even one holding a '/' or a space.
+     * Without a scheme, everything before the last '@'.
+     */
+    static String redacted(String text) {
+        int at = text.lastIndexOf('@');
+        if (at < 0) {
+            return text;
+        }
+        int scheme = text.indexOf("://");
+        int from = scheme >= 0 && scheme < at ? scheme + 3 : 0;
+        return text.substring(0, from) + "***" + text.substring(at);
     }
 
     /** The host as it goes into a URL: IPv6 addresses in brackets. */
