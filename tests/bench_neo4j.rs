@@ -47,7 +47,7 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(
-        stderr.contains("warming Neo4j until its CPU per read stops falling")
+        stderr.contains("warming the database until its CPU per read stops falling")
             && stderr.contains("at most 2s"),
         "{stderr}"
     );
@@ -107,6 +107,12 @@ fn a_managed_neo4j_runs_blocklab_and_play_side_by_side_and_is_gone_after() {
     // Neo4j's own ceiling, measured through the Java driver (peers/neo4j-ceiling) after the warm-up.
     let ceilings = results["conditions"]["ceilings"].as_array().unwrap();
     let java = ceilings.iter().find(|c| c["client"] == "java_driver").expect("the Java driver's ceiling");
+    // And with blocklab's own client (blocklab db-ceiling), against which blocklab's shares are taken.
+    let own = ceilings.iter().find(|c| c["client"] == "blocklab").expect("blocklab's own client's ceiling");
+    assert!(own["before"]["reads_per_s"].as_f64().unwrap() > 0.0, "{own:#}\n{stderr}");
+    assert_eq!(own["before"]["wrong_answers"], 0, "{own:#}");
+    assert_eq!(results["conditions"]["ceiling_clients"]["blocklab"], "blocklab");
+    assert_eq!(results["conditions"]["ceiling_clients"]["play"], "java_driver");
     let ceiling = &java["before"];
     assert!(ceiling["reads_per_s"].as_f64().unwrap() > 0.0, "{ceiling:#}\n{stderr}");
     assert_eq!(ceiling["wrong_answers"], 0, "{ceiling:#}");
