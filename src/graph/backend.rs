@@ -60,6 +60,27 @@ impl Default for DbSettings {
     }
 }
 
+impl DbSettings {
+    /// How a pooled client's two paths are set up, for its `describe()`.
+    pub fn describe_paths(&self) -> String {
+        format!(
+            "blocking path: pool of {} on the client's own runtime; async path: pool of {}; {} timeout per read",
+            self.pool,
+            self.async_connections,
+            humantime::format_duration(self.timeout)
+        )
+    }
+
+    /// The settings worth reporting, as metric labels (`GraphBackend::settings`).
+    pub fn labels(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("db_pool", self.pool.to_string()),
+            ("db_async_connections", self.async_connections.to_string()),
+            ("db_timeout_seconds", self.timeout.as_secs_f64().to_string()),
+        ]
+    }
+}
+
 /// What `blocklab seed` did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeedReport {
@@ -113,7 +134,8 @@ impl Content {
 }
 
 /// Why a read failed. Each kind is counted in `/metrics` and mapped to an
-/// HTTP status by the server (`NotFound` 404, `Unavailable` 503, else 500).
+/// HTTP status by the server (`NotFound` 404, `Unavailable` and `Refused`
+/// 503, else 500).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GraphError {
     /// The query ran and matched no node with that id.
@@ -122,6 +144,12 @@ pub enum GraphError {
     /// The database could not be reached or refused the query.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The database answered, and refuses this client whatever it does next:
+    /// wrong credentials, a database that does not exist, a server that does
+    /// not speak the client's protocol. A configuration error, not an outage:
+    /// `serve` and `seed` stop at it (exit 2) where they would wait out an outage.
+    #[error("{0}")]
+    Refused(String),
     /// The query failed inside the database.
     #[error("query failed: {0}")]
     Query(String),
@@ -132,13 +160,14 @@ pub enum GraphError {
 
 impl GraphError {
     /// Every value [`GraphError::kind`] returns, in metrics order.
-    pub const KINDS: [&'static str; 4] = ["not_found", "unavailable", "query", "malformed"];
+    pub const KINDS: [&'static str; 5] = ["not_found", "unavailable", "refused", "query", "malformed"];
 
     /// A short, stable name for the kind, used as a metrics label.
     pub fn kind(&self) -> &'static str {
         match self {
             GraphError::NotFound(_) => "not_found",
             GraphError::Unavailable(_) => "unavailable",
+            GraphError::Refused(_) => "refused",
             GraphError::Query(_) => "query",
             GraphError::Malformed(_) => "malformed",
         }

@@ -1,6 +1,8 @@
 //! The graph store: the `Content` record the seed study read, the one Cypher
-//! query every backend answers, and the [`GraphBackend`] trait that gives each
-//! backend two ways to read a node — a blocking one and a non-blocking one.
+//! query every graph backend answers (PostgreSQL, where the node is a row,
+//! answers one SQL statement: `postgres.rs`), and the [`GraphBackend`] trait
+//! that gives each backend two ways to read a node — a blocking one and a
+//! non-blocking one.
 //!
 //! The execution models of the server differ only in *which* of the two reads
 //! they call and *where* (which thread, which executor). Keeping both behind
@@ -9,11 +11,15 @@
 
 mod backend;
 mod bolt;
+mod client_runtime;
 mod credentials;
 mod dataset;
 mod embedded;
 mod falkor;
 mod neo4j;
+mod permits;
+mod pg_pool;
+mod postgres;
 
 use std::fmt;
 use std::str::FromStr;
@@ -33,6 +39,7 @@ pub use dataset::content_record;
 pub use embedded::{EmbeddedGraph, EmbeddedRead};
 pub use falkor::{FalkorGraph, FalkorTarget};
 pub use neo4j::{Neo4jGraph, Neo4jTarget};
+pub use postgres::{CONTENT_SQL, PostgresGraph, PostgresTarget};
 
 /// Which database `--db` names. Its `Display` never shows credentials.
 #[derive(Clone, PartialEq, Eq)]
@@ -43,6 +50,8 @@ pub enum DbUrl {
     Falkor(FalkorTarget),
     /// A Neo4j server over Bolt (`bolt://` or `neo4j://[user:password@]host:port`).
     Neo4j(Neo4jTarget),
+    /// A PostgreSQL server (`postgres://` or `postgresql://[user[:password]@]host:port[/database]`).
+    Postgres(PostgresTarget),
 }
 
 impl fmt::Debug for DbUrl {
@@ -57,6 +66,7 @@ impl fmt::Display for DbUrl {
             DbUrl::Embedded => f.write_str("embedded"),
             DbUrl::Falkor(t) => write!(f, "{t}"),
             DbUrl::Neo4j(t) => write!(f, "{t}"),
+            DbUrl::Postgres(t) => write!(f, "{t}"),
         }
     }
 }
@@ -71,15 +81,15 @@ impl FromStr for DbUrl {
         if s == "embedded" {
             return Ok(DbUrl::Embedded);
         }
-        let usage = "expected 'embedded', falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT";
+        let usage = "expected 'embedded', falkor://HOST:PORT[/GRAPH], bolt://HOST:PORT or postgres://HOST:PORT/DATABASE";
         if !s.contains("://") {
             return Err(usage.to_string());
         }
         let url = Url::parse(s).map_err(|e| format!("{e} in the database URL ({usage})"))?;
         let scheme = url.scheme();
-        if !matches!(scheme, "falkor" | "redis" | "bolt" | "neo4j") {
+        if !matches!(scheme, "falkor" | "redis" | "bolt" | "neo4j" | "postgres" | "postgresql") {
             return Err(format!(
-                "unsupported database scheme '{scheme}': use embedded, falkor:// or bolt://"
+                "unsupported database scheme '{scheme}': use embedded, falkor://, bolt:// or postgres://"
             ));
         }
         if url.query().is_some() || url.fragment().is_some() {
@@ -103,6 +113,20 @@ impl FromStr for DbUrl {
                 graph: if path.is_empty() { "content".to_string() } else { decode(path, "graph name")? },
                 credentials,
             })),
+            "postgres" | "postgresql" => {
+                if path.contains('/') {
+                    return Err(format!(
+                        "{scheme}:// takes one database name after the port (got '/{path}')"
+                    ));
+                }
+                Ok(DbUrl::Postgres(PostgresTarget {
+                    scheme: scheme.to_string(),
+                    host,
+                    port: url.port().unwrap_or(5432),
+                    database: if path.is_empty() { None } else { Some(decode(path, "database name")?) },
+                    credentials,
+                }))
+            }
             _ => {
                 if !path.is_empty() {
                     return Err(format!("{scheme}:// takes no path (got '/{path}')"));
@@ -146,6 +170,13 @@ impl DbUrl {
             DbUrl::Neo4j(t) => {
                 with_credentials(&format!("{}://{}:{}", t.scheme, t.host, t.port), t.credentials.as_ref())
             }
+            DbUrl::Postgres(t) => {
+                let database = t.database.as_deref().map(|d| format!("/{}", encode(d))).unwrap_or_default();
+                with_credentials(
+                    &format!("{}://{}:{}{database}", t.scheme, t.host, t.port),
+                    t.credentials.as_ref(),
+                )
+            }
         }
     }
 }
@@ -172,6 +203,7 @@ pub async fn open(
         }
         DbUrl::Falkor(target) => Arc::new(FalkorGraph::new(target.clone(), settings)),
         DbUrl::Neo4j(target) => Arc::new(Neo4jGraph::new(target.clone(), settings)?),
+        DbUrl::Postgres(target) => Arc::new(PostgresGraph::new(target.clone(), settings)?),
     })
 }
 
@@ -203,13 +235,20 @@ mod tests {
             "falkor://:pw%2541@db:6379/g%2Fh",
             "bolt://neo4j:s3:cr%2Ft@h:7687",
             "neo4j://n%40me:p%23w%25@[::1]:7687",
+            "postgres://blocklab@127.0.0.1:5432/blocklab",
+            "postgresql://u:p%40ss%2Fw@db:6543/my%20db",
+            "postgres://:pw@h:5432",
+            "postgres://h",
             "embedded",
         ] {
             let db = url.parse::<DbUrl>().unwrap();
             assert_eq!(db.full_url().parse::<DbUrl>().unwrap(), db, "{url} survives full_url()");
         }
         for bad in [
-            "postgres://x",
+            "mysql://x",
+            "postgres://u:p#w@h:1/db",
+            "postgres://h:1/db/more",
+            "postgres://h:1/db?sslmode=require",
             "falkor://",
             "falkor://h:notaport",
             "bolt://h:1/x",
@@ -222,6 +261,23 @@ mod tests {
             let error = bad.parse::<DbUrl>().unwrap_err();
             assert!(!error.contains("p#w") && !error.contains("p?w"), "{bad}: {error} quotes the password");
         }
+    }
+
+    #[test]
+    fn postgres_urls_take_a_database_and_never_display_credentials() {
+        let db = "postgres://blocklab:s3cr%40t@127.0.0.1:54321/blocklab".parse::<DbUrl>().unwrap();
+        let DbUrl::Postgres(p) = &db else { panic!("{db:?}") };
+        assert_eq!((p.host.as_str(), p.port, p.database.as_deref()), ("127.0.0.1", 54321, Some("blocklab")));
+        assert_eq!(p.credentials, Some(("blocklab".to_string(), "s3cr@t".to_string())));
+        assert_eq!(db.to_string(), "postgres://127.0.0.1:54321/blocklab");
+        assert!(!format!("{db:?}").contains("s3cr"));
+        let DbUrl::Postgres(p) = "postgresql://h".parse::<DbUrl>().unwrap() else { panic!() };
+        assert_eq!((p.scheme.as_str(), p.port, p.database, p.credentials), ("postgresql", 5432, None, None));
+        let DbUrl::Postgres(p) = "postgres://u@h:1/my%20db".parse::<DbUrl>().unwrap() else { panic!() };
+        assert_eq!(
+            (p.database.as_deref(), p.credentials),
+            (Some("my db"), Some(("u".into(), String::new())))
+        );
     }
 
     #[test]

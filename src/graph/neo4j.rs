@@ -20,6 +20,7 @@ use super::backend::{
     CONTENT_QUERY, Content, DbSettings, GraphBackend, GraphError, ReadFuture, SEED_QUERY, SeedReport,
 };
 use super::bolt::{Auth, BoltError, ConnectConfig, Pool, Value};
+use super::client_runtime::ClientRuntime;
 
 /// Where the Neo4j server is.
 #[derive(Clone, PartialEq, Eq)]
@@ -56,7 +57,7 @@ pub struct Neo4jGraph {
     pool: Pool,
     /// For the blocking path: connections living on the client runtime.
     blocking_pool: Arc<Pool>,
-    client_runtime: Option<tokio::runtime::Runtime>,
+    client_runtime: ClientRuntime,
 }
 
 impl Neo4jGraph {
@@ -77,18 +78,13 @@ impl Neo4jGraph {
             auth,
             connect_timeout: settings.connect_timeout,
         };
-        let client_runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("neo4j-client")
-            .enable_all()
-            .build()
-            .map_err(|e| GraphError::Unavailable(format!("cannot start the driver runtime: {e}")))?;
+        let client_runtime = ClientRuntime::start("neo4j-client")?;
         Ok(Neo4jGraph {
             pool: Pool::new(config.clone(), settings.async_connections),
             blocking_pool: Arc::new(Pool::new(config, settings.pool)),
             target,
             settings,
-            client_runtime: Some(client_runtime),
+            client_runtime,
         })
     }
 
@@ -99,15 +95,7 @@ impl Neo4jGraph {
         work: impl std::future::Future<Output = Result<T, GraphError>> + Send + 'static,
         limit: Duration,
     ) -> Result<T, GraphError> {
-        let runtime = self.client_runtime.as_ref().expect("present until drop");
-        let (done, answer) = std::sync::mpsc::sync_channel(1);
-        runtime.spawn(async move {
-            let _ = done.send(work.await);
-        });
-        // A std channel: this thread parks until the driver's runtime answers.
-        answer
-            .recv_timeout(limit)
-            .map_err(|_| GraphError::Unavailable(format!("{}: no answer within {limit:?}", self.target)))?
+        self.client_runtime.wait_for(work, limit, || no_answer(&self.target, limit))
     }
 
     /// Runs `query` through the blocking pool, from the calling thread.
@@ -128,14 +116,6 @@ impl Neo4jGraph {
             },
             limit,
         )
-    }
-}
-
-impl Drop for Neo4jGraph {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.client_runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 
@@ -172,13 +152,7 @@ async fn read_node(
 
 impl GraphBackend for Neo4jGraph {
     fn describe(&self) -> String {
-        format!(
-            "Neo4j at {} (blocklab's Bolt client; blocking path: pool of {} on the driver's own runtime; async path: pool of {}; {} timeout per read)",
-            self.target,
-            self.settings.pool,
-            self.settings.async_connections,
-            humantime::format_duration(self.settings.timeout)
-        )
+        format!("Neo4j at {} (blocklab's Bolt client; {})", self.target, self.settings.describe_paths())
     }
 
     fn read_blocking(&self, id: i64) -> Result<Content, GraphError> {
@@ -226,11 +200,7 @@ impl GraphBackend for Neo4jGraph {
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("db_pool", self.settings.pool.to_string()),
-            ("db_async_connections", self.settings.async_connections.to_string()),
-            ("db_timeout_seconds", self.settings.timeout.as_secs_f64().to_string()),
-        ]
+        self.settings.labels()
     }
 }
 

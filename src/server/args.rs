@@ -19,7 +19,7 @@ use super::workers;
 use crate::command::shutdown_signal;
 use crate::failure::Failure;
 use crate::flags::{DbClientArgs, parse_addr, parse_db, parse_duration, parse_positive_duration};
-use crate::graph::{DbUrl, EmbeddedRead};
+use crate::graph::{DbUrl, EmbeddedRead, GraphError};
 
 /// What `blocklab serve --help` shows after the flags.
 pub const SERVE_EXAMPLES: &str = "\
@@ -50,7 +50,12 @@ Examples:
   blocklab serve --model lean --processes 2          # two workers on one port (SO_REUSEPORT)
   blocklab serve --model reactive --admission off    # accept everything, as before
   blocklab serve --model pool --admission auto       # a 503 past the cgroup's memory budget
-  RUST_LOG=debug blocklab serve --nodes 100000";
+  RUST_LOG=debug blocklab serve --nodes 100000
+  blocklab serve --db postgres://blocklab@127.0.0.1:5432/blocklab --nodes 10000 --db-pool 16
+
+A networked database that cannot be reached at start does not stop the server: it answers
+503 until the database is back. One that answers and refuses it (wrong password, no such
+database, not the database the URL names) does: one line, exit 2.";
 
 /// Flags of `blocklab serve`.
 #[derive(Debug, Args)]
@@ -63,7 +68,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000), value_name = "N")]
     pub nodes: u64,
 
-    /// Graph database: 'embedded' (Grafeo, in process), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT.
+    /// Database: 'embedded' (Grafeo, in process), falkor://HOST:PORT[/GRAPH], bolt://HOST:PORT or
+    /// postgres://[USER[:PASSWORD]@]HOST:PORT/DATABASE.
     #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
           value_parser = clap::builder::ValueParser::new(parse_db), value_name = "DB")]
     pub db: DbUrl,
@@ -230,7 +236,11 @@ pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     tracing::info!("stopped");
     // Blocking-pool threads still in a read must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    result.map_err(Failure::Failed)
+    // A database that refuses this server is a usage error, as a bad flag is.
+    result.map_err(|e| match e.chain().find_map(|c| c.downcast_ref::<GraphError>()) {
+        Some(GraphError::Refused(_)) => Failure::Usage(format!("{e:#}")),
+        _ => Failure::Failed(e),
+    })
 }
 
 /// A worker's command line after the program: this process's own `serve`

@@ -74,6 +74,8 @@ impl AppError {
         match self {
             AppError::Graph(e) | AppError::Ask(AskError::Graph(e)) => match e {
                 GraphError::NotFound(_) | GraphError::Unavailable(_) => e.to_string(),
+                // Which user or database was refused is for the log, not the client.
+                GraphError::Refused(_) => "database unavailable: it refuses this server".to_string(),
                 GraphError::Query(_) | GraphError::Malformed(_) => "database query failed".to_string(),
             },
             other => other.to_string(),
@@ -84,7 +86,7 @@ impl AppError {
 fn graph_status(e: &GraphError) -> StatusCode {
     match e {
         GraphError::NotFound(_) => StatusCode::NOT_FOUND,
-        GraphError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        GraphError::Unavailable(_) | GraphError::Refused(_) => StatusCode::SERVICE_UNAVAILABLE,
         GraphError::Query(_) | GraphError::Malformed(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

@@ -88,7 +88,7 @@ pub struct ActorGauges {
 #[derive(Default)]
 pub struct Metrics {
     endpoints: [EndpointStats; Endpoint::ALL.len()],
-    db_errors: [AtomicU64; 4],
+    db_errors: [AtomicU64; DB_ERROR_KINDS.len()],
     /// Blocking reads running on tokio's blocking pool (`/getDataSpawnBlocking`).
     pub spawn_blocking_in_flight: PeakGauge,
     /// Figures of the actor system.
@@ -285,8 +285,9 @@ impl Metrics {
             w,
             "blocklab_db_errors_total",
             "counter",
-            "Database reads that failed, by kind (not_found, unavailable, query, malformed). \
-             unavailable rising means the database is down or unreachable.",
+            "Database reads that failed, by kind (not_found, unavailable, refused, query, malformed). \
+             unavailable rising means the database is down or unreachable; refused, that it answers \
+             and refuses this server (credentials, database name, protocol).",
         );
         for (i, kind) in DB_ERROR_KINDS.iter().enumerate() {
             let _ = writeln!(
@@ -386,7 +387,7 @@ impl Metrics {
 }
 
 /// Kinds of database failure, as [`crate::graph::GraphError::kind`] names them.
-const DB_ERROR_KINDS: [&str; 4] = crate::graph::GraphError::KINDS;
+const DB_ERROR_KINDS: [&str; 5] = crate::graph::GraphError::KINDS;
 
 fn gauge_pair(w: &mut String, name: &str, text: &str, gauge: &PeakGauge) {
     help(w, name, "gauge", text);

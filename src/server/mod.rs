@@ -58,7 +58,7 @@ use request_threads::RequestThreads;
 use runtime::{RuntimeProbe, build_runtime};
 use timer::ConnectionTimer;
 
-use crate::graph::{DbUrl, GraphBackend};
+use crate::graph::{DbUrl, GraphBackend, GraphError};
 
 /// Binds a listening socket on `addr` with a listen backlog of `backlog`.
 pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
@@ -73,6 +73,8 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpList
 /// Opens the database named by `config` and checks its dataset. A networked
 /// database that cannot be reached is not an error here: the server starts,
 /// answers 503 on the data endpoints and recovers when the database does.
+/// One that answers and refuses this server ([`GraphError::Refused`]: its
+/// credentials, its database name) is: no wait would mend it.
 pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphBackend>> {
     let backend = crate::graph::open(
         &config.db,
@@ -94,6 +96,7 @@ pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphB
                 config.db,
                 config.nodes
             ),
+            Err(e @ GraphError::Refused(_)) => return Err(anyhow::Error::new(e)),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot check the dataset now; starting anyway (data endpoints answer 503 until the database is reachable)")
             }

@@ -420,10 +420,22 @@ pub fn skip(why: &str) {
 /// The Neo4j server the database tests use (`NEO4J_URI`, which `scripts/test`
 /// sets after starting one with `scripts/neo4j`), or None ([`skip`]).
 pub fn neo4j_uri() -> Option<String> {
-    match std::env::var("NEO4J_URI") {
+    database_from_env("NEO4J_URI", "Neo4j", "scripts/neo4j")
+}
+
+/// The PostgreSQL the database tests use (`POSTGRES_URL`, which `scripts/test`
+/// sets after starting one with `scripts/postgres`), as [`neo4j_uri`].
+pub fn postgres_url() -> Option<String> {
+    database_from_env("POSTGRES_URL", "PostgreSQL", "scripts/postgres")
+}
+
+/// The URL in `var`, or None (skip) outside CI; with `CI=true` a missing one
+/// is a failure: `scripts/test` starts `name` with `script` and sets it.
+fn database_from_env(var: &str, name: &str, script: &str) -> Option<String> {
+    match std::env::var(var) {
         Ok(uri) if !uri.is_empty() => Some(uri),
         _ => {
-            skip("NEO4J_URI is not set (scripts/test starts Neo4j with scripts/neo4j and sets it)");
+            skip(&format!("{var} is not set (scripts/test starts {name} with {script} and sets it)"));
             None
         }
     }

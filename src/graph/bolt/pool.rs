@@ -11,13 +11,13 @@
 //! and a later read opens a new connection.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::SemaphorePermit;
 
 use super::connection::{ConnectConfig, Connection};
 use super::error::BoltError;
 use super::packstream::Value;
+use crate::graph::permits::Permits;
 
 /// A pool of at most `size` connections to one server.
 pub struct Pool {
@@ -26,19 +26,7 @@ pub struct Pool {
     /// across an await.
     idle: Mutex<Vec<Connection>>,
     /// One permit per connection that may exist; a checkout holds one.
-    permits: Semaphore,
-    /// Checkouts waiting for a permit now.
-    waiting: AtomicUsize,
-}
-
-/// Counts a checkout as waiting until it is dropped: when it has its
-/// permit, and when the read is abandoned while it waits (its timeout).
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
-    }
+    permits: Permits,
 }
 
 /// A connection lent by the pool. Dropped, it goes back to the pool unless it
@@ -55,26 +43,18 @@ impl Pool {
     /// A pool of at most `size` (at least 1) connections to `config`'s
     /// server. None is opened here.
     pub fn new(config: ConnectConfig, size: usize) -> Pool {
-        Pool {
-            config,
-            idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(size.max(1)),
-            waiting: AtomicUsize::new(0),
-        }
+        Pool { config, idle: Mutex::new(Vec::new()), permits: Permits::new(size) }
     }
 
     /// Reads waiting for a connection now: above zero, the pool's size caps
     /// the reads in flight.
     pub fn waiting(&self) -> usize {
-        self.waiting.load(Relaxed)
+        self.permits.waiting()
     }
 
     /// Waits for a permit (FIFO), then lends an idle connection or opens one.
     pub async fn checkout(&self) -> Result<Checkout<'_>, BoltError> {
-        self.waiting.fetch_add(1, Relaxed);
-        let waited = Waiting(&self.waiting);
-        let permit = self.permits.acquire().await.expect("the semaphore is never closed");
-        drop(waited);
+        let permit = self.permits.acquire().await;
         let idle = self.idle.lock().expect("no panic while held").pop();
         let (connection, reused) = match idle {
             Some(connection) => (connection, true),

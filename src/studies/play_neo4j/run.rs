@@ -637,6 +637,7 @@ fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Dat
                 DbUrl::Embedded => format!("embedded Grafeo {}", grafeo::VERSION),
                 DbUrl::Falkor(_) => format!("FalkorDB at {url} (run by the user)"),
                 DbUrl::Neo4j(_) => format!("Neo4j at {url} (run by the user; its CPU not measured)"),
+                DbUrl::Postgres(_) => format!("PostgreSQL at {url} (run by the user; its CPU not measured)"),
             };
             return Ok(Database { url: url.clone(), managed: None, name, warm_up: None, link: None });
         }
@@ -824,7 +825,7 @@ fn say(plan: &BenchPlan, bar: &ProgressBar, line: String) {
 
 fn describe_db(plan: &BenchPlan, database: &Database) -> String {
     match &database.url {
-        DbUrl::Falkor(_) | DbUrl::Neo4j(_) => format!(
+        DbUrl::Falkor(_) | DbUrl::Neo4j(_) | DbUrl::Postgres(_) => format!(
             "{} {} ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
             database.url,
             database.link.as_ref().map_or_else(
