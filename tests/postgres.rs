@@ -173,7 +173,9 @@ async fn the_execution_models_keep_their_behaviour_on_postgresql() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let behind = get(addr, "/test").await;
         blocking.await.unwrap();
-        assert!(behind.elapsed >= LATENCY * 2, "{model}: /test in {:?} behind blocked reads", behind.elapsed);
+        // Which of the waiting connections the freed worker takes next is the
+        // stack's choice: /test is certain to wait out at least the read in progress.
+        assert!(behind.elapsed >= LATENCY, "{model}: /test in {:?} behind blocked reads", behind.elapsed);
         let non_blocking = tokio::spawn(get_concurrently(addr, "/getDataAsync?id=5", N));
         tokio::time::sleep(Duration::from_millis(20)).await;
         let beside = get(addr, "/test").await;
