@@ -17,7 +17,7 @@ use clap::{Args, Subcommand};
 use crate::failure::Failure;
 use crate::flags::parse_positive_duration;
 use crate::graph::DbUrl;
-use crate::harness::database::ManagedNeo4j;
+use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::get::{get, same_node};
 use crate::harness::launch::Spec;
 use crate::harness::peers::{Peer, PeerKind, Peers, outside_folders};
@@ -43,9 +43,9 @@ Builds DIR into .local/peers/NAME/ (scripts/peers build), starts it on a free lo
   its ready line (`listening on http://HOST:PORT` on stdout), GET /test (200 `works`);
   study 2 (/delay in endpoints): /delay?ms=100 answers {\"success\":true} no sooner than
   100 ms, a bad ms (abc, -1, 600001) is a 400;
-  study 1 (/getData… in endpoints): started with --db bolt://HOST:PORT --nodes N (a user and
-  password in the URL go to its environment as NEO4J_USER and NEO4J_PASSWORD, never on its
-  command line), each endpoint it lists answers the node ?id= asks for, an id outside 1..N
+  study 1 (/getData… in endpoints): started with --db bolt://HOST:PORT or postgres://USER@HOST:PORT/DB
+  (a database its peer.toml's db lists) --nodes N (a Neo4j user and password go to its
+  environment as NEO4J_USER and NEO4J_PASSWORD, never on its command line), each endpoint it lists answers the node ?id= asks for, an id outside 1..N
   is a 400;
   then it stops within --stop-within of SIGTERM.
 Exit status: 0 when every check passed, 1 when one failed, 2 for a usage error.
@@ -55,7 +55,8 @@ Examples:
   blocklab peers check ~/my-server --ready-within 2m     # a JVM that takes its time to start
   blocklab peers check peers/python-neo4j --db neo4j --nodes 1000   # starts, seeds and wipes a Neo4j
   blocklab peers check ~/my-api --db bolt://127.0.0.1:7687 --nodes 10000   # your Neo4j, seeded
-  NEO4J_PASSWORD=… blocklab peers check ~/my-api --db bolt://127.0.0.1:7687   # with authentication on";
+  NEO4J_PASSWORD=… blocklab peers check ~/my-api --db bolt://127.0.0.1:7687   # with authentication on
+  blocklab peers check ~/my-pg-api --db postgres --nodes 1000   # starts, seeds and wipes a PostgreSQL";
 
 /// Flags of `blocklab peers`.
 #[derive(Debug, Args)]
@@ -80,11 +81,12 @@ pub struct CheckArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
 
-    /// A study-1 peer's Neo4j: `neo4j` (one the check starts, seeds with --nodes and wipes:
-    /// scripts/neo4j, as bench does), or one of yours, seeded (`blocklab seed --db URL --nodes N`):
-    /// bolt://[USER:PASSWORD@]HOST:PORT (the peer gets the credentials as NEO4J_USER and
-    /// NEO4J_PASSWORD; without, it inherits those variables).
-    #[arg(long, value_name = "neo4j|URL")]
+    /// A study-1 peer's database: `neo4j` or `postgres` (one the check starts, seeds with --nodes
+    /// and wipes: scripts/neo4j, scripts/postgres, as bench does), or one of yours, seeded
+    /// (`blocklab seed --db URL --nodes N`): bolt://[USER:PASSWORD@]HOST:PORT (the peer gets the
+    /// credentials as NEO4J_USER and NEO4J_PASSWORD; without, it inherits those variables) or
+    /// postgres://[USER@]HOST:PORT/DB. The peer's manifest must list it in `db`.
+    #[arg(long, value_name = "neo4j|postgres|URL")]
     pub db: Option<String>,
 
     /// The nodes the database holds (ids 1..N), passed to a study-1 peer as --nodes.
@@ -182,34 +184,40 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
     verdicts.ok(&format!("build: into {}", out.display()));
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("blocklab"));
     let targets = Targets { exe, peers };
-    // A managed Neo4j lives until the check ends (dropped: stopped and wiped).
+    // A managed database lives until the check ends (dropped: stopped and wiped).
     let mut managed = None;
     let database = match &args.db {
         Some(db) if !studies.reads.is_empty() => {
-            let url = if db == MANAGED {
-                match managed_neo4j(&targets, args.nodes) {
-                    Ok(neo4j) => {
+            let url = if let Some(engine) = Engine::parse(db) {
+                match managed_database(engine, &targets, args.nodes) {
+                    Ok(started) => {
                         verdicts.ok(&format!(
                             "database: {} on {}, seeded with {} nodes",
-                            neo4j.version,
-                            neo4j.url(),
+                            started.describe(),
+                            started.url(),
                             args.nodes
                         ));
-                        managed.insert(neo4j).url().to_string()
+                        managed.insert(started).url().to_string()
                     }
                     Err(e) => {
-                        verdicts.fail(
-                            &format!("database: {e}"),
-                            "build it (scripts/peers build neo4j, Java 17 and Maven), or give your own seeded \
-                             Neo4j: --db bolt://HOST:PORT",
-                        );
+                        let hint = match engine {
+                            Engine::Neo4j => {
+                                "build it (scripts/peers build neo4j, Java 17 and Maven), or give your own \
+                                 seeded Neo4j: --db bolt://HOST:PORT"
+                            }
+                            Engine::Postgres => {
+                                "install it (apt-get install postgresql, as root), or give your own seeded \
+                                 PostgreSQL: --db postgres://USER@HOST:PORT/DB"
+                            }
+                        };
+                        verdicts.fail(&format!("database: {e}"), hint);
                         return verdicts.outcome(&peer.name);
                     }
                 }
             } else {
                 db.clone()
             };
-            // read_manifest took it as a Neo4j URL; its errors never quote credentials.
+            // read_manifest took it as a URL of a database the peer reads; its errors never quote credentials.
             Some(url.parse::<DbUrl>().map_err(|e| Failure::Usage(format!("--db: {e}")))?)
         }
         _ => None,
@@ -249,19 +257,19 @@ pub fn check(args: &CheckArgs) -> Result<(), Failure> {
     verdicts.outcome(&peer.name)
 }
 
-/// What `--db` takes for a Neo4j the check starts itself.
-const MANAGED: &str = "neo4j";
+/// The connections a checked peer may open at most, beside blocklab's seed.
+const CHECK_CONNECTIONS: usize = 200;
 
-/// The `neo4j` database peer started on a free loopback port (as `bench
-/// --db neo4j` starts it) and seeded with `nodes` nodes by `blocklab seed`.
-fn managed_neo4j(targets: &Targets, nodes: u64) -> Result<ManagedNeo4j, String> {
-    if !targets.peers.is_built(MANAGED) {
-        return Err(format!("peers/{MANAGED} is not built"));
+/// A database started on a free loopback port (as `bench --db neo4j|postgres`
+/// starts it) and seeded with `nodes` nodes by `blocklab seed`.
+fn managed_database(engine: Engine, targets: &Targets, nodes: u64) -> Result<ManagedDatabase, String> {
+    if engine == Engine::Neo4j && !targets.peers.is_built("neo4j") {
+        return Err("peers/neo4j is not built".to_string());
     }
-    println!("  ..    starting Neo4j (scripts/neo4j) and seeding {nodes} nodes");
-    let neo4j = ManagedNeo4j::start(targets, None)?;
+    println!("  ..    starting {engine} (scripts/{}) and seeding {nodes} nodes", engine.name());
+    let started = ManagedDatabase::start(engine, targets, None, CHECK_CONNECTIONS)?;
     let seeded = Spec::program(&targets.exe, ["seed".to_string(), "--nodes".to_string(), nodes.to_string()])
-        .env("BLOCKLAB_DB", neo4j.url())
+        .env("BLOCKLAB_DB", started.url())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .prepare()
@@ -271,12 +279,12 @@ fn managed_neo4j(targets: &Targets, nodes: u64) -> Result<ManagedNeo4j, String> 
     if !seeded.status.success() {
         return Err(format!(
             "seeding {} failed ({}): {}",
-            neo4j.url(),
+            started.url(),
             seeded.status,
             String::from_utf8_lossy(&seeded.stderr).trim()
         ));
     }
-    Ok(neo4j)
+    Ok(started)
 }
 
 /// The manifest read and the folder's files checked; `None` when the rest
@@ -359,14 +367,30 @@ fn read_manifest(dir: &Path, args: &CheckArgs, verdicts: &mut Verdicts) -> Optio
         fine = false;
     }
     if !studies.reads.is_empty() {
-        match args.db.as_deref() {
-            Some(MANAGED) => {}
-            Some(db) if matches!(db.parse::<DbUrl>(), Ok(DbUrl::Neo4j(_))) => {}
-            Some(_) => {
+        let engine = args
+            .db
+            .as_deref()
+            .map(|db| Engine::parse(db).or_else(|| db.parse::<DbUrl>().ok().as_ref().and_then(Engine::of)));
+        match engine {
+            Some(Some(engine)) if peer.reads(engine.name()) => {}
+            Some(Some(engine)) => {
                 verdicts.fail(
-                    "--db is not a Neo4j URL",
-                    "a study-1 peer reads Neo4j: --db neo4j (one the check starts), or --db \
-                     bolt://[USER:PASSWORD@]HOST:PORT (yours)",
+                    &format!(
+                        "peer.toml: db '{}' does not name {} ({})",
+                        peer.db,
+                        engine.name(),
+                        if peer.db.is_empty() { "absent" } else { "the databases it reads" }
+                    ),
+                    "a study-1 peer lists the databases it reads in its manifest's db (neo4j postgres): give --db \
+                     one of them, or add the one it reads",
+                );
+                fine = false;
+            }
+            Some(None) => {
+                verdicts.fail(
+                    "--db is neither neo4j, postgres, nor a Neo4j or PostgreSQL URL",
+                    "a study-1 peer reads Neo4j or PostgreSQL: --db neo4j or --db postgres (one the check \
+                     starts), or --db bolt://[USER:PASSWORD@]HOST:PORT or postgres://USER@HOST:PORT/DB (yours)",
                 );
                 fine = false;
             }

@@ -47,6 +47,25 @@ pub fn cpu_time(pid: Pid) -> Option<Duration> {
     Some(Duration::from_secs_f64(ticks as f64 / procfs::ticks_per_second() as f64))
 }
 
+/// CPU time of `pid` and every process under it, user plus system: each
+/// live one's own, plus what each has counted of its children that ended and
+/// were reaped (a PostgreSQL backend that closed is in its postmaster's).
+pub fn tree_cpu_time(pid: u32) -> Option<Duration> {
+    let root = process(Pid::Of(pid))?.stat().ok()?;
+    let mut children: std::collections::HashMap<i32, Vec<procfs::process::Stat>> =
+        std::collections::HashMap::new();
+    for stat in procfs::process::all_processes().ok()?.flatten().filter_map(|p| p.stat().ok()) {
+        children.entry(stat.ppid).or_default().push(stat);
+    }
+    let mut ticks = 0u64;
+    let mut todo = vec![root];
+    while let Some(stat) = todo.pop() {
+        ticks += stat.utime + stat.stime + stat.cutime.max(0) as u64 + stat.cstime.max(0) as u64;
+        todo.extend(children.remove(&stat.pid).unwrap_or_default());
+    }
+    Some(Duration::from_secs_f64(ticks as f64 / procfs::ticks_per_second() as f64))
+}
+
 /// Resident memory of `pid` now, bytes.
 pub fn rss_bytes(pid: Pid) -> Option<u64> {
     Some(process(pid)?.status().ok()?.vmrss? * 1024)

@@ -81,7 +81,7 @@ fn peers_is_refused_by_every_command_that_runs_no_peer() {
 fn a_wrong_bench_db_lists_every_form() {
     for (db, says) in [
         ("neo4k", "not a database"),
-        ("postgresql", "not a database"),
+        ("postgre", "not a database"),
         ("mysql://user:secret@127.0.0.1:3306", "no database speaks mysql://"),
         ("bolt://127.0.0.1:notaport", "invalid port number"),
     ] {

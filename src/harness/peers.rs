@@ -74,6 +74,9 @@ pub struct Peer {
     /// neo4j-java-driver's default pool)`).
     #[serde(default)]
     pub db_pool: Option<String>,
+    /// The databases it reads (study-1 servers), space-separated: `neo4j`, `postgres`.
+    #[serde(default)]
+    pub db: String,
     /// The folder it was read from (not a key of the manifest).
     #[serde(skip)]
     pub folder: PathBuf,
@@ -82,7 +85,7 @@ pub struct Peer {
 impl Peer {
     /// Every key a manifest may hold, the required ones first (as
     /// `scripts/peer-manifest --keys` prints them).
-    pub const KEYS: [&str; 11] = [
+    pub const KEYS: [&str; 12] = [
         "name",
         "kind",
         "runtime",
@@ -94,6 +97,7 @@ impl Peer {
         "uses",
         "endpoints",
         "db_pool",
+        "db",
     ];
 
     /// Reads the manifest `text` of the folder called `folder`, by the contract's rules.
@@ -117,6 +121,7 @@ impl Peer {
             ("uses", Some(&peer.uses)),
             ("endpoints", Some(&peer.endpoints)),
             ("db_pool", peer.db_pool.as_ref()),
+            ("db", Some(&peer.db)),
         ];
         if let Some((key, _)) = values.iter().find(|(_, v)| v.is_some_and(|v| v.contains(['\n', '\t']))) {
             return Err(format!("key '{key}' must be a one-line string"));
@@ -141,6 +146,11 @@ impl Peer {
     /// The most connections its database client opens, when its manifest says (`db_pool`).
     pub fn db_connections(&self) -> Option<u64> {
         self.db_pool.as_deref()?.split_whitespace().next()?.parse().ok()
+    }
+
+    /// Whether it reads the database called `name` (its manifest's `db`).
+    pub fn reads(&self, name: &str) -> bool {
+        self.db.split_whitespace().any(|d| d == name)
     }
 
     /// Whether it serves `path` (e.g. `/delay`).

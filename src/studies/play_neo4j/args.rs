@@ -8,6 +8,7 @@ use super::run::{BenchDb, BenchPlan, DB_WARM_MAX, TARGET_WARM, parse_apis};
 use super::stall::StallSpec;
 use crate::flags::{CpuList, DbClientArgs, parse_duration};
 use crate::graph::{DbUrl, EmbeddedRead};
+use crate::harness::database::Engine;
 use crate::harness::placement::Placement;
 use crate::harness::target::{Target, Targets};
 use crate::server::{Endpoint, Model};
@@ -30,6 +31,12 @@ Examples:
                                                    and wiped by the bench; blocklab and the Play peer on it)
   blocklab bench --db neo4j --db-cpus 1 --db-warm 2m --apis 1,3
   blocklab bench --db bolt://127.0.0.1:7687       (a Neo4j you run, seeded with `blocklab seed`)
+  blocklab bench --db postgres --apis 2,3,9       (PostgreSQL started, seeded, warmed and wiped by the bench;
+                                                   its ceiling measured with blocklab's client and pgbench)
+  blocklab bench --db postgres --db-rtt 1ms --db-stall +50ms:10s --apis 2,3,7
+                                                  (PostgreSQL a network hop away, then a stall of the link)
+  blocklab bench --db postgres://me@127.0.0.1:5432/shop   (a PostgreSQL you run, seeded with `blocklab seed`;
+                                                   a password through BLOCKLAB_DB or PGPASSWORD)
   blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --apis 2,3,7
                                                   (Neo4j a network hop away: Toxiproxy between
                                                    it and every server and the ceiling client)
@@ -66,21 +73,23 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
     pub runs: Option<u32>,
 
-    /// Graph database: 'embedded', 'neo4j' (a Neo4j 5.26 the bench starts, seeds, warms and wipes:
-    /// scripts/neo4j), falkor://HOST:PORT[/GRAPH] or bolt://HOST:PORT (one you run, seeded with `blocklab seed`).
+    /// Database: 'embedded'; 'neo4j' or 'postgres' (a Neo4j 5.26 or a PostgreSQL the bench starts,
+    /// seeds, warms and wipes: scripts/neo4j, scripts/postgres); or one you run, seeded with
+    /// `blocklab seed`: falkor://HOST:PORT[/GRAPH], bolt://HOST:PORT, postgres://[USER@]HOST:PORT/DB.
     #[arg(long, default_value = "embedded", env = "BLOCKLAB_DB", hide_env_values = true,
           value_parser = clap::builder::ValueParser::new(parse_bench_db), value_name = "DB")]
     pub db: BenchDb,
 
-    /// CPUs of the database `--db neo4j` starts (a taskset list, within this process's CPUs)
+    /// CPUs of the database `--db neo4j|postgres` starts (a taskset list, within this process's CPUs)
     /// [default: the load generator's: Neo4j and the load share CPU 1, the server gets CPU 0,
     /// as measured best on this 2-core machine].
     #[arg(long, value_parser = clap::builder::ValueParser::new(CpuList::parse), value_name = "LIST")]
     pub db_cpus: Option<CpuList>,
 
-    /// The longest `--db neo4j` is warmed under load before the matrix: it is warmed in 15 s
-    /// windows until two in a row cost it the same CPU per read within 5 % (its JIT: CPU per
-    /// query falls ~3x over the first ~2 minutes on a fresh machine) [default: 3m, or 5s with --quick].
+    /// The longest `--db neo4j|postgres` is warmed under load before the matrix: it is warmed in 15 s
+    /// windows until the last three cost it the same CPU per read within 5 % of their mean (Neo4j's
+    /// JIT: its CPU per read falls ~3x over the first minutes on a fresh machine; PostgreSQL's within
+    /// seconds) [default: 5m, or 5s with --quick].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub db_warm: Option<Duration>,
 
@@ -152,9 +161,10 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
     pub workers: Option<u16>,
 
-    /// Each fresh server's warm-up on a Test ID before its measured runs, not counted: the same
-    /// closed loop (-c connections) for every target, Rust included: a JIT's compilation, a pool's
-    /// connections [default: 5s; none with --quick or --cold].
+    /// The longest each fresh server is warmed on a Test ID before its measured runs, not counted:
+    /// the same closed loop (-c connections) for every target, Rust included, in windows of 3 s
+    /// until its rate rises by no more than 10 % from one to the next (a JIT's compilation, a
+    /// pool's connections) [default: 30s; none with --quick or --cold].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub warm: Option<Duration>,
 
@@ -194,11 +204,7 @@ impl BenchArgs {
         let available =
             Targets::of_this_checkout(server_exe).map_err(|e| format!("cannot read the peers: {e}"))?;
         let targets = parse_targets(&self.target, &available)?;
-        if targets.iter().any(|t| matches!(t, Target::Peer(_)))
-            && !matches!(self.db, BenchDb::Managed | BenchDb::Url(DbUrl::Neo4j(_)))
-        {
-            return Err("a peer target reads Neo4j: use --db neo4j or --db bolt://HOST:PORT".to_string());
-        }
+        check_peers_read(&targets, &self.db)?;
         if !matches!(self.model, Model::Reactive | Model::Lean) {
             return Err(format!(
                 "--model {} does not serve study 1: use --model reactive or --model lean",
@@ -278,11 +284,14 @@ impl BenchArgs {
             Some(CpuList(cpus)) => cpus.clone(),
             None => placement.load_cpus.clone(),
         };
-        if self.db != BenchDb::Managed && (self.db_cpus.is_some() || self.db_warm.is_some()) {
-            return Err("--db-cpus and --db-warm apply to --db neo4j only".to_string());
+        if !matches!(self.db, BenchDb::Managed(_)) && (self.db_cpus.is_some() || self.db_warm.is_some()) {
+            return Err(
+                "--db-cpus and --db-warm apply to a database the bench starts (--db neo4j, --db postgres) only"
+                    .to_string(),
+            );
         }
         let db_warm = match self.db {
-            BenchDb::Managed => {
+            BenchDb::Managed(_) => {
                 self.db_warm.unwrap_or(if self.quick { Duration::from_secs(5) } else { DB_WARM_MAX })
             }
             _ => Duration::ZERO,
@@ -342,9 +351,10 @@ impl BenchArgs {
 /// bench learns adds its form here.
 pub const BENCH_DB_FORMS: &[&str] = &[
     "embedded",
-    "neo4j (one the bench starts)",
+    "neo4j or postgres (one the bench starts)",
     "falkor://HOST:PORT[/GRAPH]",
     "bolt://HOST:PORT or neo4j://HOST:PORT",
+    "postgres://HOST:PORT/DATABASE",
 ];
 
 /// Parses `bench --db`. [`DbUrl`]'s own error lists the forms `serve` takes,
@@ -365,6 +375,29 @@ fn parse_bench_db(s: &str) -> Result<BenchDb, String> {
         let reason = why.split_once(" (expected").map_or(why.as_str(), |(reason, _)| reason);
         format!("{reason}; --db takes {forms}")
     })
+}
+
+/// Refuses, in one line, a server peer that does not read the database
+/// `db` (its manifest's `db`); blocklab reads every one.
+pub fn check_peers_read(targets: &[Target], db: &BenchDb) -> Result<(), String> {
+    let engine = match db {
+        BenchDb::Managed(engine) => Some(*engine),
+        BenchDb::Url(url) => Engine::of(url),
+    };
+    for target in targets {
+        let Target::Peer(peer) = target else { continue };
+        if engine.is_none_or(|e| !peer.reads(e.name())) {
+            let reads = if peer.db.is_empty() { "no database" } else { peer.db.as_str() };
+            return Err(format!(
+                "--target {} reads {reads} (its peers/{}/peer.toml), not {}: leave it out of --target, or use --db {}",
+                peer.name,
+                peer.name,
+                engine.map_or_else(|| db.to_string(), |e| e.label().to_string()),
+                peer.db.split_whitespace().next().unwrap_or("neo4j"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Parses `--target`: a comma list of `blocklab` (each endpoint under its own
@@ -391,7 +424,8 @@ mod target_tests {
 
     #[test]
     fn a_wrong_db_is_answered_with_every_form() {
-        assert_eq!(parse_bench_db("neo4j"), Ok(BenchDb::Managed));
+        assert_eq!(parse_bench_db("neo4j"), Ok(BenchDb::Managed(Engine::Neo4j)));
+        assert_eq!(parse_bench_db("postgres"), Ok(BenchDb::Managed(Engine::Postgres)));
         assert_eq!(parse_bench_db("embedded"), Ok(BenchDb::Url(DbUrl::Embedded)));
         for (bad, says) in [
             ("neo4k", "not a database; --db takes "),

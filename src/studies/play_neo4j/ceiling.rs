@@ -3,8 +3,9 @@
 //! front of it, C reads in flight, no HTTP, every answer's id checked. It is
 //! measured once per client, because two drivers cost the database different
 //! CPU per read: with blocklab's own client (`blocklab db-ceiling`, the code
-//! its non-blocking endpoints run) and with the Java driver 4.4.20's async API
-//! (`peers/neo4j-ceiling`, Play's driver). Each target's reads are weighed
+//! its non-blocking endpoints run) and with the database's reference client:
+//! on Neo4j the Java driver 4.4.20's async API (`peers/neo4j-ceiling`,
+//! Play's driver), on PostgreSQL pgbench ([`super::pgbench`]). Each target's reads are weighed
 //! against its own driver's: a server that reaches it adds nothing of its own
 //! to the database's limit, and one above it means the ceiling is wrong.
 //!
@@ -18,14 +19,14 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::graph::DbUrl;
-use crate::harness::database::ManagedNeo4j;
+use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
 
@@ -50,6 +51,8 @@ pub enum CeilingClient {
     Blocklab,
     /// The Java driver's async API (`peers/neo4j-ceiling`): Play's driver.
     JavaDriver,
+    /// pgbench, PostgreSQL's own client ([`super::pgbench`]).
+    Pgbench,
 }
 
 impl CeilingClient {
@@ -58,6 +61,17 @@ impl CeilingClient {
         match self {
             CeilingClient::Blocklab => "blocklab's own client",
             CeilingClient::JavaDriver => "the Java driver",
+            CeilingClient::Pgbench => "pgbench",
+        }
+    }
+
+    /// Every client a managed `engine`'s ceiling is measured with: blocklab's
+    /// own, then the database's reference client (Neo4j: the driver of the
+    /// seed's Play app; PostgreSQL: its own pgbench).
+    pub fn of(engine: Engine) -> [CeilingClient; 2] {
+        match engine {
+            Engine::Neo4j => [CeilingClient::Blocklab, CeilingClient::JavaDriver],
+            Engine::Postgres => [CeilingClient::Blocklab, CeilingClient::Pgbench],
         }
     }
 }
@@ -93,7 +107,7 @@ pub struct Ceiling {
     pub wrong_answers: u64,
     /// The client's own CPU per read (µs).
     pub client_cpu_per_read_us: Option<f64>,
-    /// Neo4j's CPU per read over the window (µs), from /proc.
+    /// The database's CPU per read over the window (µs), from /proc (its whole process tree).
     pub db_cpu_per_query_us: Option<f64>,
     /// What set it: `database` (Neo4j's CPUs were busy), `client` (the
     /// driver's), or `neither` (both had time to spare: the reads in
@@ -142,7 +156,7 @@ pub fn window(quick: bool) -> (Duration, Duration) {
 /// servers'), and the CPU counts of the database and the client.
 pub struct CeilingRun<'a> {
     /// The managed database.
-    pub db: &'a ManagedNeo4j,
+    pub db: &'a ManagedDatabase,
     /// The URL with its credentials: it reaches the client through its
     /// environment only.
     pub url: &'a str,
@@ -191,6 +205,8 @@ pub fn measure(
             ];
             Spec::client_peer(peers, PEER, args).database_credentials(&db_url)
         }
+        // PostgreSQL's own client reports on its own terms (pgbench.rs).
+        CeilingClient::Pgbench => return Err("pgbench is measured by its own runner".to_string()),
         CeilingClient::Blocklab => {
             let args = [
                 "db-ceiling".to_string(),
@@ -208,41 +224,16 @@ pub fn measure(
     };
     let spec = spec.pinned(run.cpus).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = launch::client(spec)?;
-    let (lines_tx, lines) = mpsc::channel();
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut lines = ClientLines::of(&mut child)?;
     let deadline = Instant::now() + seconds + warmup + Duration::from_secs(60);
     let mut cpu_at_start = None;
-    let mut tail: Vec<String> = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match lines.recv_timeout(left) {
-            Ok(line) => {
-                if line.contains("measuring") {
-                    cpu_at_start = run.db.cpu_time();
-                }
-                tail.push(line);
-                if tail.len() > 10 {
-                    tail.remove(0);
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the ceiling client did not finish within {} s",
-                    (seconds + warmup).as_secs() + 60
-                ));
-            }
+    while let Some(line) = lines.next(&mut child, deadline)? {
+        if line.contains("measuring") {
+            cpu_at_start = run.db.cpu_time();
         }
+        lines.keep(line);
     }
+    let tail = lines.tail;
     let cpu_at_end = run.db.cpu_time();
     let mut stdout = String::new();
     if let Some(mut out) = child.stdout.take() {
@@ -272,6 +263,7 @@ pub fn measure(
     let words = match client {
         CeilingClient::JavaDriver => format!("{PEER}: neo4j-java-driver 4.4.20, async API"),
         CeilingClient::Blocklab => "blocklab db-ceiling: blocklab's own client, non-blocking".to_string(),
+        CeilingClient::Pgbench => "pgbench".to_string(),
     };
     Ok(Ceiling {
         bound: Some(bound(reads_per_s, db_cpu_per_query_us, db_cpus, client_cpu_per_read_us, client_cpus)),
@@ -290,11 +282,57 @@ pub fn measure(
     })
 }
 
+/// A ceiling client's stderr, line by line as it comes (read on a thread of
+/// its own), and its last ten lines, for the error when it fails.
+pub struct ClientLines {
+    lines: mpsc::Receiver<String>,
+    /// The last lines kept.
+    pub tail: Vec<String>,
+}
+
+impl ClientLines {
+    /// Takes `child`'s stderr.
+    pub fn of(child: &mut Child) -> Result<ClientLines, String> {
+        let (lines_tx, lines) = mpsc::channel();
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(ClientLines { lines, tail: Vec::new() })
+    }
+
+    /// The next line; `None` once the client closed its stderr. Past
+    /// `deadline` the client is killed and the error says so.
+    pub fn next(&mut self, child: &mut Child, deadline: Instant) -> Result<Option<String>, String> {
+        match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => Ok(Some(line)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err("the ceiling client did not finish within its window plus a minute".to_string())
+            }
+        }
+    }
+
+    /// Keeps `line` among the last ten.
+    pub fn keep(&mut self, line: String) {
+        self.tail.push(line);
+        if self.tail.len() > 10 {
+            self.tail.remove(0);
+        }
+    }
+}
+
 /// The line the bench prints for it.
 pub fn describe(c: &Ceiling) -> String {
     format!(
-        "the database's ceiling: {:.0} reads/s (p50 {:.1} ms, p99 {:.1} ms, {} errors, {} wrong answers; Neo4j {} µs CPU \
-         per read, the client {} µs; {}; {} on {}, {:.0} s after {:.0} s of warm-up)",
+        "the database's ceiling: {:.0} reads/s (p50 {:.1} ms, p99 {:.1} ms, {} errors, {} wrong answers; the database {} µs \
+         CPU per read, the client {} µs; {}; {} on {}, {:.0} s after {:.0} s of warm-up)",
         c.reads_per_s,
         c.p50_ms,
         c.p99_ms,

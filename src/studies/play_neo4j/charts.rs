@@ -234,12 +234,11 @@ fn side_by_side(results: &BenchResults) -> Option<Chart> {
         .max_by(|a, b| a.1.reads_per_s.total_cmp(&b.1.reads_per_s));
     let ceiling = used.map(|(client, u)| {
         let c = u.reads_per_s;
+        let db = results.conditions.database_label();
         let label = if u.bound.as_deref() == Some("client") {
-            format!("Neo4j's ceiling here: ≥ {c:.0} reads/s (a lower bound: {client} ran out of CPU first)")
+            format!("{db}'s ceiling here: ≥ {c:.0} reads/s (a lower bound: {client} ran out of CPU first)")
         } else {
-            format!(
-                "Neo4j's ceiling here: {c:.0} reads/s ({client}, no HTTP; the higher of before and after)"
-            )
+            format!("{db}'s ceiling here: {c:.0} reads/s ({client}, no HTTP; the higher of before and after)")
         };
         (c, label)
     });

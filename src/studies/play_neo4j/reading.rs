@@ -217,6 +217,7 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
     let targets = results.target_names();
     let c = &results.conditions;
     out.extend(c.warm_up.as_ref().map(|w| warm_up_sentence(&c.database_name, w)));
+    out.extend(protocol_sentence(results));
     out.extend(ceiling_sentences(results));
     if targets.len() < 2 {
         return out;
@@ -272,6 +273,87 @@ fn side_by_side(results: &BenchResults) -> Vec<String> {
 /// long, its CPU per read in each, how much cheaper a read became, and
 /// whether it had settled; when the maximum ran out first, how much its
 /// last windows still fell.
+/// How the servers met the load (warmed alike or cold, the order of the
+/// rounds), and how far each target's runs of one Test ID lay apart: a first
+/// run far from the second is a server still warming.
+fn protocol_sentence(results: &BenchResults) -> Option<String> {
+    let p = results.conditions.protocol.as_ref()?;
+    let how = if p.cold {
+        "Each fresh server was measured at once, with no warm-up (--cold, the seed's protocol)".to_string()
+    } else {
+        // Per target, how long its warm-ups took, and on which Test IDs its rate was still rising.
+        let per_target: Vec<String> = results
+            .target_names()
+            .into_iter()
+            .filter_map(|target| {
+                let warms: Vec<(TestId, &super::results::TargetWarm)> = results
+                    .tests
+                    .iter()
+                    .filter(|t| t.target == target)
+                    .filter_map(|t| Some((t.test_id, t.warm.as_ref()?)))
+                    .collect();
+                let lo = warms.iter().map(|(_, w)| w.seconds).reduce(f64::min)?;
+                let hi = warms.iter().map(|(_, w)| w.seconds).fold(lo, f64::max);
+                let rising: Vec<String> =
+                    warms.iter().filter(|(_, w)| !w.settled).map(|(id, _)| id.to_string()).collect();
+                Some(format!(
+                    "{target} {}{}",
+                    if hi - lo < 1.0 { format!("{hi:.0} s") } else { format!("{lo:.0}–{hi:.0} s") },
+                    if rising.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (still rising when it ran out on Test ID {})", rising.join(", "))
+                    }
+                ))
+            })
+            .collect();
+        format!(
+            "Each fresh server was warmed under the same uncounted load on its endpoint until its rate stopped \
+             rising (at most {:.0} s, --warm): {}",
+            p.target_warm_s,
+            per_target.join(", ")
+        )
+    };
+    let order = if p.order.len() > 1 {
+        format!(
+            ", and the targets' runs were interleaved ({}){}",
+            p.order.join("; "),
+            if p.paused { ", the servers not measured paused" } else { "" }
+        )
+    } else {
+        String::new()
+    };
+    // Per target, the Test ID whose runs lay furthest apart.
+    let mut apart: Vec<String> = Vec::new();
+    for target in results.target_names() {
+        let widest = results
+            .tests
+            .iter()
+            .filter(|t| t.target == target && t.status == RunStatus::Ok && t.runs.len() > 1)
+            .filter_map(|t| {
+                let (lo, hi) = t
+                    .runs
+                    .iter()
+                    .map(|r| r.rps)
+                    .fold((f64::MAX, 0.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+                (hi > 0.0).then(|| ((hi - lo) / hi, t.test_id))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((gap, id)) = widest {
+            apart.push(format!("{target} {} (Test ID {id})", pct(gap)));
+        }
+    }
+    let spread = if apart.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ". The slowest run of one Test ID lay at most this far below its fastest: {}",
+            apart.join(", ")
+        )
+    };
+    Some(format!("{how}{order}{spread}."))
+}
+
 fn warm_up_sentence(database: &str, w: &super::results::WarmUp) -> String {
     let costs = &w.cpu_per_read_us;
     let list: Vec<String> = costs.iter().map(|u| format!("{u:.0}")).collect();

@@ -184,18 +184,45 @@ pub struct TargetWarm {
     pub seconds: f64,
     /// Requests answered in it.
     pub requests: u64,
-    /// Its rate over its second half (req/s; null: nothing answered).
+    /// Its rate over its last window's second half (req/s; null: nothing answered).
     pub rps: Option<f64>,
+    /// Each window's rate over its second half (req/s), in order.
+    #[serde(default)]
+    pub windows_rps: Vec<f64>,
+    /// Whether its rate stopped rising before `--warm` ran out.
+    #[serde(default)]
+    pub settled: bool,
 }
 
 impl TargetWarm {
+    /// Whether the last of `rates` is no more than `rise` above the one
+    /// before: the server no longer gets faster under the load.
+    pub fn has_settled(rates: &[f64], rise: f64) -> bool {
+        match rates {
+            [.., before, last] => *last <= *before * (1.0 + rise),
+            _ => false,
+        }
+    }
+
     /// In a few words, for the progress lines.
     pub fn summary(&self) -> String {
+        let windows: Vec<String> = self.windows_rps.iter().map(|r| format!("{r:.0}")).collect();
         format!(
-            "{:.0} s, {} requests{}",
+            "{:.0} s, {} requests{}{}",
             self.seconds,
             self.requests,
-            self.rps.map_or(String::new(), |r| format!(", {r:.0} req/s over its second half"))
+            if windows.len() > 1 {
+                format!(", req/s by window {}", windows.join(" → "))
+            } else {
+                self.rps.map_or(String::new(), |r| format!(", {r:.0} req/s over its second half"))
+            },
+            if self.settled {
+                " (stopped rising)"
+            } else if windows.len() > 1 {
+                " (still rising at --warm)"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -442,6 +469,15 @@ impl BenchResults {
 }
 
 impl Conditions {
+    /// The database's engine in words (`Neo4j`, `PostgreSQL`), or `the
+    /// database` when it is neither.
+    pub fn database_label(&self) -> &'static str {
+        crate::harness::database::Engine::ALL
+            .into_iter()
+            .find(|e| self.database_name.starts_with(e.label()))
+            .map_or("the database", |e| e.label())
+    }
+
     /// The ceiling of `client`, when it was measured.
     pub fn ceiling_of(&self, client: super::ceiling::CeilingClient) -> Option<&ClientCeiling> {
         self.ceilings.iter().find(|c| c.client == client)

@@ -33,7 +33,7 @@ use super::stall::{StallKind, StallRecord, StallSecond, StallSpec};
 use super::test_id::{HasTestId, MEASURED};
 use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::conditions;
-use crate::harness::database::ManagedNeo4j;
+use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::jvm;
 use crate::harness::launch::{self, Spec};
 use crate::harness::placement::{self, Placement};
@@ -44,13 +44,22 @@ use crate::harness::toxiproxy::{Fault, Stream, Toxic};
 use crate::load::report::LoadReport;
 use crate::server::{Endpoint, Model};
 
-/// Each fresh server's warm-up before its measured runs, unless told: see
-/// [`TARGET_WARM_WHY`].
-pub const TARGET_WARM: Duration = Duration::from_secs(5);
+/// The longest a fresh server is warmed before its measured runs, unless
+/// told (`--warm`): see [`TARGET_WARM_WHY`].
+pub const TARGET_WARM: Duration = Duration::from_secs(30);
 
-/// Why [`TARGET_WARM`] is as long as it is, as the outputs say it.
-pub const TARGET_WARM_WHY: &str = "5 s of closed-loop load on the Test ID's own endpoint for every target, not \
-    counted: measured on Play (its JIT)";
+/// One window of a fresh server's warm-up.
+pub const TARGET_WARM_WINDOW: Duration = Duration::from_secs(3);
+
+/// A server whose rate rose by no more than this from one warm-up window to
+/// the next is warm.
+pub const TARGET_WARM_SETTLED: f64 = 0.10;
+
+/// Why the warm-up is as it is, as the outputs say it.
+pub const TARGET_WARM_WHY: &str = "closed-loop load on the Test ID's own endpoint for every target, not counted, in \
+    windows of 3 s until a window's rate is no more than 10 % above the one before (at most --warm): with 5 s \
+    alone Play's second run of 8,000 requests was 20-60 % faster than its first on every Test ID (its JIT still \
+    compiling), 2026-12-07";
 
 /// The longest a managed database is warmed before the matrix, unless
 /// told (`--db-warm`): measured from a fresh start.
@@ -64,9 +73,10 @@ const STALL_LIMIT: Duration = Duration::from_secs(60);
 /// The database of a bench run: one the bench starts and ends, or one given.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BenchDb {
-    /// `--db neo4j`: the project's Neo4j, started on a free loopback port,
-    /// pinned, seeded and warmed before the matrix, stopped and wiped after.
-    Managed,
+    /// `--db neo4j|postgres`: the project's Neo4j or PostgreSQL, started on
+    /// a free loopback port, pinned, seeded and warmed before the matrix,
+    /// stopped and wiped after.
+    Managed(Engine),
     /// `--db embedded|falkor://…|bolt://…`.
     Url(DbUrl),
 }
@@ -74,14 +84,14 @@ pub enum BenchDb {
 impl BenchDb {
     /// Parses `--db`.
     pub fn parse(s: &str) -> Result<BenchDb, String> {
-        if s == "neo4j" { Ok(BenchDb::Managed) } else { s.parse().map(BenchDb::Url) }
+        Engine::parse(s).map_or_else(|| s.parse().map(BenchDb::Url), |e| Ok(BenchDb::Managed(e)))
     }
 }
 
 impl std::fmt::Display for BenchDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BenchDb::Managed => f.write_str("neo4j (managed)"),
+            BenchDb::Managed(engine) => write!(f, "{} (managed)", engine.name()),
             BenchDb::Url(url) => write!(f, "{url}"),
         }
     }
@@ -198,7 +208,7 @@ struct Database {
     /// The URL the servers get (through their environment).
     url: DbUrl,
     /// The database's process when the bench started it.
-    managed: Option<ManagedNeo4j>,
+    managed: Option<ManagedDatabase>,
     /// Its name, version and CPUs, as every output names it.
     name: String,
     /// How a managed database was warmed.
@@ -328,6 +338,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     let stall_link =
         if matrix_link.is_none() { database.link.as_ref().map(|l| l.record.clone()) } else { None };
     let info_value = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    // The database's reference client, that a peer's reads are weighed against.
+    let reference = Engine::of(&database.url).map_or(CeilingClient::Blocklab, |e| CeilingClient::of(e)[1]);
     let networked = plan.db != BenchDb::Url(DbUrl::Embedded);
     let conditions = Conditions {
         machine: conditions::machine(),
@@ -377,11 +389,12 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             .targets
             .iter()
             .map(|t| {
-                // blocklab's own client where it was measured; every peer here is on the
-                // Java driver or, for Python, weighed against it (the reading says which).
+                // blocklab's own client where it was measured; a peer against the database's
+                // reference client (on Neo4j the Java driver, Play's: Python's is weighed
+                // against it too, and the reading says so; on PostgreSQL pgbench).
                 let own = matches!(t, Target::Blocklab(_))
                     && ceilings.iter().any(|c| c.client == CeilingClient::Blocklab && c.before.is_some());
-                (t.name().to_string(), if own { CeilingClient::Blocklab } else { CeilingClient::JavaDriver })
+                (t.name().to_string(), if own { CeilingClient::Blocklab } else { reference })
             })
             .collect(),
         ceilings,
@@ -523,10 +536,32 @@ fn protocol(plan: &BenchPlan) -> Protocol {
 }
 
 /// A fresh server's warm-up on `api`, not counted: a closed loop on the
-/// matrix's connections for `--warm` (the same for every target).
+/// matrix's connections in windows of [`TARGET_WARM_WINDOW`] until its rate
+/// stops rising ([`TARGET_WARM_SETTLED`]), at most `--warm` (the same rule
+/// for every target).
 fn warm_target(plan: &BenchPlan, server: &ServerProcess, target: &Target, api: Endpoint) -> TargetWarm {
-    let name = format!("warm-{}-test{}", target.name(), api.test_id().unwrap_or(TestId(0)));
-    closed_loop(plan, server, api, plan.target_warm, &name)
+    let mut warm =
+        TargetWarm { seconds: 0.0, requests: 0, rps: None, windows_rps: Vec::new(), settled: false };
+    while !warm.settled {
+        let left = plan.target_warm.saturating_sub(Duration::from_secs_f64(warm.seconds));
+        if left < Duration::from_secs(1) {
+            break;
+        }
+        let name = format!(
+            "warm-{}-test{}-{}",
+            target.name(),
+            api.test_id().unwrap_or(TestId(0)),
+            warm.windows_rps.len() + 1
+        );
+        let window = closed_loop(plan, server, api, left.min(TARGET_WARM_WINDOW), &name);
+        warm.seconds += window.seconds;
+        warm.requests += window.requests;
+        let Some(rate) = window.rps.filter(|r| *r > 0.0) else { break };
+        warm.rps = Some(rate);
+        warm.windows_rps.push(rate);
+        warm.settled = TargetWarm::has_settled(&warm.windows_rps, TARGET_WARM_SETTLED);
+    }
+    warm
 }
 
 /// A closed loop on the matrix's connections against `server`'s `api` for
@@ -551,6 +586,8 @@ fn closed_loop(
         seconds: report.as_ref().map_or(length.as_secs_f64(), |r| r.duration_s),
         requests: report.as_ref().map_or(0, |r| r.completed),
         rps: report.and_then(|r| super::stall::steady_rps(&r.timeline)),
+        windows_rps: Vec::new(),
+        settled: false,
     }
 }
 
@@ -563,6 +600,7 @@ fn measure_ceilings(
     interrupt: &AtomicBool,
 ) -> Vec<ClientCeiling> {
     let Some(db) = database.managed.as_ref() else { return Vec::new() };
+    let clients = CeilingClient::of(db.engine());
     let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
     let url = database.served_url().full_url();
     let run = CeilingRun {
@@ -575,7 +613,7 @@ fn measure_ceilings(
         quick: plan.quick,
     };
     let mut out = Vec::new();
-    for client in [CeilingClient::Blocklab, CeilingClient::JavaDriver] {
+    for client in clients {
         if interrupt.load(Relaxed) {
             break;
         }
@@ -584,13 +622,16 @@ fn measure_ceilings(
              HTTP, where the servers run)",
             run.concurrency
         );
-        let measured =
-            super::ceiling::measure(&plan.available.peers, &plan.exe, client, &run).map(|mut c| {
-                if let Some(link) = &database.link {
-                    c.client.push_str(&format!(", through the link (RTT {} ms)", link.record.rtt_ms));
-                }
-                c
-            });
+        let measured = match client {
+            CeilingClient::Pgbench => super::pgbench::measure(&run),
+            _ => super::ceiling::measure(&plan.available.peers, &plan.exe, client, &run),
+        };
+        let measured = measured.map(|mut c| {
+            if let Some(link) = &database.link {
+                c.client.push_str(&format!(", through the link (RTT {} ms)", link.record.rtt_ms));
+            }
+            c
+        });
         match &measured {
             Ok(c) => eprintln!("bench: {client}: {}", super::ceiling::describe(c)),
             Err(why) => eprintln!("bench: no ceiling with {client} {when}: {why}"),
@@ -628,36 +669,52 @@ fn ceiling_concurrency(plan: &BenchPlan) -> usize {
         .unwrap_or(super::ceiling::CONCURRENCY)
 }
 
-/// The database of the run: the one given, or a Neo4j started now (pinned
+/// The most connections the managed database must take at once: every
+/// target's pools (the servers of a Test ID live side by side, paused in
+/// turn), the ceiling's clients, and 10 to spare (PostgreSQL refuses a
+/// connection past its `max_connections`).
+fn most_connections(plan: &BenchPlan) -> usize {
+    let own = plan.db_settings.pool + plan.db_settings.async_connections;
+    let servers: usize = plan
+        .targets
+        .iter()
+        .map(|t| match t {
+            Target::Peer(peer) => peer.db_connections().map_or(own, |n| n as usize),
+            _ => own,
+        })
+        .sum();
+    servers + ceiling_concurrency(plan) + 10
+}
+
+/// The database of the run: the one given, or a Neo4j or PostgreSQL started now (pinned
 /// to `--db-cpus`), seeded with the study's nodes and warmed.
 fn open_database(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<Database> {
-    match &plan.db {
+    let engine = match &plan.db {
         BenchDb::Url(url) => {
-            let name = match url {
-                DbUrl::Embedded => format!("embedded Grafeo {}", grafeo::VERSION),
-                DbUrl::Falkor(_) => format!("FalkorDB at {url} (run by the user)"),
-                DbUrl::Neo4j(_) => format!("Neo4j at {url} (run by the user; its CPU not measured)"),
-                DbUrl::Postgres(_) => format!("PostgreSQL at {url} (run by the user; its CPU not measured)"),
-            };
+            let name = crate::harness::database::name_of(url);
             return Ok(Database { url: url.clone(), managed: None, name, warm_up: None, link: None });
         }
-        BenchDb::Managed => {}
-    }
+        BenchDb::Managed(engine) => *engine,
+    };
     let cpus = placement::list(&plan.db_cpus);
     let pin = plan.placement.pinned.then_some(cpus.as_str());
-    eprintln!("bench: starting Neo4j (scripts/neo4j) on a free loopback port, pinned to CPU {cpus}");
+    eprintln!(
+        "bench: starting {engine} (scripts/{}) on a free loopback port, pinned to CPU {cpus}",
+        engine.name()
+    );
     let started = Instant::now();
-    let neo4j = ManagedNeo4j::start(&plan.available, pin).map_err(|e| anyhow::anyhow!("--db neo4j: {e}"))?;
-    let url: DbUrl = neo4j.url().parse().map_err(|e| anyhow::anyhow!("{}: {e}", neo4j.url()))?;
+    let db = ManagedDatabase::start(engine, &plan.available, pin, most_connections(plan))
+        .map_err(|e| anyhow::anyhow!("--db {}: {e}", engine.name()))?;
+    let url: DbUrl = db.url().parse().map_err(|e| anyhow::anyhow!("{}: {e}", db.url()))?;
     let name = format!(
         "{} (started by the bench on 127.0.0.1:{}, pid {}, {})",
-        neo4j.version,
-        neo4j.port(),
-        neo4j.pid(),
+        db.describe(),
+        db.port(),
+        db.pid(),
         if pin.is_some() { format!("CPU {cpus}") } else { "not pinned".to_string() }
     );
     eprintln!("bench: {name} up in {:.1} s; seeding {} nodes", started.elapsed().as_secs_f64(), plan.nodes);
-    let mut database = Database { url, managed: Some(neo4j), name, warm_up: None, link: None };
+    let mut database = Database { url, managed: Some(db), name, warm_up: None, link: None };
     let seeded =
         Spec::program(&plan.exe, ["seed".to_string(), "--nodes".to_string(), plan.nodes.to_string()])
             .env("BLOCKLAB_DB", database.url.full_url())
@@ -736,9 +793,9 @@ fn warm(plan: &BenchPlan, database: &Database, interrupt: &AtomicBool) -> anyhow
         let stop = ["-z".to_string(), format!("{}ms", window.as_millis())];
         let mut load = load_command(plan, &url, &json, plan.connections, &stop);
         load.stdout(Stdio::null()).stderr(Stdio::null());
-        let cpu_before = database.managed.as_ref().and_then(ManagedNeo4j::cpu_time);
+        let cpu_before = database.managed.as_ref().and_then(ManagedDatabase::cpu_time);
         let status = load.status();
-        let cpu = match (cpu_before, database.managed.as_ref().and_then(ManagedNeo4j::cpu_time)) {
+        let cpu = match (cpu_before, database.managed.as_ref().and_then(ManagedDatabase::cpu_time)) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => Duration::ZERO,
         };
@@ -824,27 +881,8 @@ fn say(plan: &BenchPlan, bar: &ProgressBar, line: String) {
 }
 
 fn describe_db(plan: &BenchPlan, database: &Database) -> String {
-    match &database.url {
-        DbUrl::Falkor(_) | DbUrl::Neo4j(_) | DbUrl::Postgres(_) => format!(
-            "{} {} ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
-            database.url,
-            database.link.as_ref().map_or_else(
-                || "over loopback".to_string(),
-                |l| format!("through Toxiproxy, a round trip of {} ms put on the link", l.record.rtt_ms)
-            ),
-            plan.nodes,
-            plan.db_client.join(" "),
-            if database.managed.is_some() {
-                format!(
-                    "; seeded and warmed (until its CPU per read settled, at most {}) before the matrix, \
-                     stopped and wiped after",
-                    humantime::format_duration(plan.db_warm)
-                )
-            } else {
-                String::new()
-            }
-        ),
-        DbUrl::Embedded => format!(
+    if database.url == DbUrl::Embedded {
+        return format!(
             "embedded Grafeo {}, {} Content nodes indexed on id, read by {}, simulated network round trip {} per read \
              (blocking reads sleep their thread, non-blocking reads await a timer)",
             grafeo::VERSION,
@@ -854,8 +892,27 @@ fn describe_db(plan: &BenchPlan, database: &Database) -> String {
                 _ => "its property index (--embedded-read index)",
             },
             humantime::format_duration(plan.db_latency)
-        ),
+        );
     }
+    format!(
+        "{} {} ({} nodes; real network round trips, no simulated latency; client flags: {}){}",
+        database.url,
+        database.link.as_ref().map_or_else(
+            || "over loopback".to_string(),
+            |l| format!("through Toxiproxy, a round trip of {} ms put on the link", l.record.rtt_ms)
+        ),
+        plan.nodes,
+        plan.db_client.join(" "),
+        if database.managed.is_some() {
+            format!(
+                "; seeded and warmed (until its CPU per read settled, at most {}) before the matrix, \
+                 stopped and wiped after",
+                humantime::format_duration(plan.db_warm)
+            )
+        } else {
+            String::new()
+        }
+    )
 }
 
 fn server_args(plan: &BenchPlan) -> Vec<String> {
@@ -887,7 +944,7 @@ struct Measured<'a> {
     api: Endpoint,
     target: &'a str,
     scraped: bool,
-    db: Option<&'a ManagedNeo4j>,
+    db: Option<&'a ManagedDatabase>,
     link: Option<&'a Link>,
 }
 
@@ -916,7 +973,7 @@ fn run_once(
     };
     let before = if cell.scraped { Some(scrape("before the run").map_err(RunError::Failed)?) } else { None };
     let cpu_before = server.cpu_time().unwrap_or_default();
-    let db_cpu_before = cell.db.and_then(ManagedNeo4j::cpu_time);
+    let db_cpu_before = cell.db.and_then(ManagedDatabase::cpu_time);
     let link_cpu_before = cell.link.and_then(Link::cpu_time);
     let server_pid = crate::proc::Pid::Of(server.pid());
     let mut threads_max = crate::proc::threads(server_pid);
@@ -1006,7 +1063,7 @@ fn run_once(
         None => None,
     };
     let cpu = server.cpu_time().unwrap_or_default().saturating_sub(cpu_before);
-    let db_cpu = match (db_cpu_before, cell.db.and_then(ManagedNeo4j::cpu_time)) {
+    let db_cpu = match (db_cpu_before, cell.db.and_then(ManagedDatabase::cpu_time)) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
