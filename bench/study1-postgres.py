@@ -5,7 +5,8 @@ from `blocklab bench`'s own results.json (Python 3 standard library only).
 It runs, one after another, each a bench that starts, seeds, warms and wipes its database:
 
  1. `blocklab bench --db postgres  --apis A --runs R -n N`   PostgreSQL over loopback;
- 2. `blocklab bench --db postgres  --apis 2,3 --runs R -n N --db-rtt 1ms`   a round trip away;
+ 2. `blocklab bench --db postgres  --apis 2,3,7 --runs R -n N --db-rtt 1ms --db-stall +50ms:10s`
+    a round trip away, then each endpoint through a stall of the link (the README's command);
  3. `blocklab bench --db neo4j     --apis A --runs R -n N --db-warm W`      the same run on Neo4j;
 
 then prints, each figure as the median over the runs with its range [min-max]:
@@ -92,13 +93,16 @@ def main():
     parser.add_argument("-n", "--requests", type=int, default=20000, help="requests per run (default 20000)")
     parser.add_argument("--neo4j-warm", default="5m", help="--db-warm of the Neo4j bench (default 5m)")
     parser.add_argument("--json", help="write every figure here")
+    parser.add_argument("--keep", help="write each bench's whole output into this folder (pg, pg-rtt, neo4j)")
     args = parser.parse_args()
     if not os.path.exists(BLOCKLAB):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
     common = ["--runs", str(args.runs), "-n", str(args.requests)]
-    with tempfile.TemporaryDirectory(prefix="blocklab-study1-pg-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="blocklab-study1-pg-") as scratch:
+        tmp = args.keep or scratch
         pg = bench("PostgreSQL", ["--db", "postgres", "--apis", args.apis, *common], f"{tmp}/pg")
-        rtt = bench("PostgreSQL at 1 ms", ["--db", "postgres", "--apis", "2,3", "--db-rtt", "1ms", *common],
+        rtt = bench("PostgreSQL at 1 ms",
+                    ["--db", "postgres", "--apis", "2,3,7", "--db-rtt", "1ms", "--db-stall", "+50ms:10s", *common],
                     f"{tmp}/pg-rtt")
         neo = bench("Neo4j", ["--db", "neo4j", "--apis", args.apis, "--db-warm", args.neo4j_warm, *common],
                     f"{tmp}/neo4j")

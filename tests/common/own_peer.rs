@@ -86,12 +86,15 @@ impl OwnPeer {
             server = server.replace(old, &format!("{indent}{line}"));
         }
         std::fs::write(dir.join("server.py"), server).unwrap();
+        // A study-1 server says which database it reads (its manifest's `db`).
+        let db =
+            if endpoints.contains("/getData") && !extra.contains("db = ") { "db = \"neo4j\"\n" } else { "" };
         std::fs::write(
             dir.join("peer.toml"),
             format!(
                 "name = \"{name}\"\nkind = \"server\"\nruntime = \"python\"\n\
                  stands_for = \"a user's own server: Python's standard library, a thread per request\"\n\
-                 versions = \"CPython 3\"\nneeds = \"python3\"\nendpoints = \"{endpoints}\"\n{extra}"
+                 versions = \"CPython 3\"\nneeds = \"python3\"\nendpoints = \"{endpoints}\"\n{db}{extra}"
             ),
         )
         .unwrap();
