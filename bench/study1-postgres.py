@@ -92,18 +92,31 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="runs per API in each bench (default 3)")
     parser.add_argument("-n", "--requests", type=int, default=20000, help="requests per run (default 20000)")
     parser.add_argument("--neo4j-warm", default="5m", help="--db-warm of the Neo4j bench (default 5m)")
+    parser.add_argument("--pg-warm", default="1m",
+                        help="--db-warm of the PostgreSQL benches (default 1m: its rate varied by ±30 %% from one "
+                             "15 s window to the next with no trend, so the warm-up rule ran to its maximum)")
     parser.add_argument("--json", help="write every figure here")
+    parser.add_argument("--pools", default="64,16",
+                        help="--db-pool,--db-async-connections of one more run at 1 ms beside the defaults' "
+                             "(default 64,16: the blocking pool larger, the async one smaller; 'none' to skip)")
     parser.add_argument("--keep", help="write each bench's whole output into this folder (pg, pg-rtt, neo4j)")
     args = parser.parse_args()
     if not os.path.exists(BLOCKLAB):
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
     common = ["--runs", str(args.runs), "-n", str(args.requests)]
+    pg_common = [*common, "--db-warm", args.pg_warm]
     with tempfile.TemporaryDirectory(prefix="blocklab-study1-pg-") as scratch:
         tmp = args.keep or scratch
-        pg = bench("PostgreSQL", ["--db", "postgres", "--apis", args.apis, *common], f"{tmp}/pg")
+        pg = bench("PostgreSQL", ["--db", "postgres", "--apis", args.apis, *pg_common], f"{tmp}/pg")
         rtt = bench("PostgreSQL at 1 ms",
-                    ["--db", "postgres", "--apis", "2,3,7", "--db-rtt", "1ms", "--db-stall", "+50ms:10s", *common],
+                    ["--db", "postgres", "--apis", "2,3,7", "--db-rtt", "1ms", "--db-stall", "+50ms:10s", *pg_common],
                     f"{tmp}/pg-rtt")
+        other = None
+        if args.pools != "none":
+            pool, conns = args.pools.split(",")
+            other = bench(f"PostgreSQL at 1 ms, --db-pool {pool} --db-async-connections {conns}",
+                          ["--db", "postgres", "--apis", "2,3", "--db-rtt", "1ms", "--db-pool", pool,
+                           "--db-async-connections", conns, *pg_common], f"{tmp}/pg-pools")
         neo = bench("Neo4j", ["--db", "neo4j", "--apis", args.apis, "--db-warm", args.neo4j_warm, *common],
                     f"{tmp}/neo4j")
     figures = {"commands": {}, "seed_table": {}, "ceilings": {}, "goals": {}}
@@ -157,6 +170,14 @@ def main():
     cpu_neo = [r["server_cpu_per_request_us"] for r in runs_of(neo, 3)]
     print(f"  server CPU per /getDataAsync, us: PostgreSQL {spread(cpu_pg)}, Neo4j {spread(cpu_neo)} (no goal)")
     figures["goals"]["server_cpu_per_async_us"] = {"postgres": cpu_pg, "neo4j": cpu_neo}
+    if other:
+        print("\nPools at 1 ms (requests/s, median [range]): defaults beside --pools")
+        for test_id, flag in ((2, "db_pool"), (3, "db_async_connections")):
+            a = [r["rps"] for r in runs_of(rtt, test_id)]
+            b = [r["rps"] for r in runs_of(other, test_id)]
+            print(f"  {PATHS[test_id]}: {flag} {rtt['conditions']['parameters'][flag]}: {spread(a)}; "
+                  f"{flag} {other['conditions']['parameters'][flag]}: {spread(b)}")
+            figures["goals"].setdefault("pools", {})[PATHS[test_id]] = {"default": a, "other": b}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=1)

@@ -163,8 +163,8 @@ pub struct BenchArgs {
 
     /// The longest each fresh server is warmed on a Test ID before its measured runs, not counted:
     /// the same closed loop (-c connections) for every target, Rust included, in windows of 3 s
-    /// until its rate rises by no more than 10 % from one to the next (a JIT's compilation, a
-    /// pool's connections) [default: 30s; none with --quick or --cold].
+    /// until two in a row are no more than 10 % above the best before them (a JIT's compilation,
+    /// a pool's connections) [default: 30s; none with --quick or --cold].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub warm: Option<Duration>,
 

@@ -51,15 +51,15 @@ pub const TARGET_WARM: Duration = Duration::from_secs(30);
 /// One window of a fresh server's warm-up.
 pub const TARGET_WARM_WINDOW: Duration = Duration::from_secs(3);
 
-/// A server whose rate rose by no more than this from one warm-up window to
-/// the next is warm.
+/// A server whose last two warm-up windows were no more than this above the
+/// best window before them is warm.
 pub const TARGET_WARM_SETTLED: f64 = 0.10;
 
 /// Why the warm-up is as it is, as the outputs say it.
 pub const TARGET_WARM_WHY: &str = "closed-loop load on the Test ID's own endpoint for every target, not counted, in \
-    windows of 3 s until a window's rate is no more than 10 % above the one before (at most --warm): with 5 s \
-    alone Play's second run of 8,000 requests was 20-60 % faster than its first on every Test ID (its JIT still \
-    compiling), 2026-12-07";
+    windows of 3 s until two windows in a row are no more than 10 % above the best before them (at most --warm): \
+    with 5 s alone Play's second run of 8,000 requests was 20-60 % faster than its first on most Test IDs (its \
+    JIT still compiling), 2026-12-07";
 
 /// The longest a managed database is warmed before the matrix, unless
 /// told (`--db-warm`): measured from a fresh start.
