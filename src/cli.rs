@@ -13,7 +13,7 @@ use crate::peer_check::{PEERS_EXAMPLES, PeersArgs};
 use crate::seed::{SEED_EXAMPLES, SeedArgs};
 use crate::server::args::{SERVE_EXAMPLES, ServeArgs};
 use crate::studies::args::{STUDIES_EXAMPLES, StudiesArgs};
-use crate::studies::play_neo4j::args::{BENCH_EXAMPLES, BenchArgs};
+use crate::studies::execution_models::args::{BENCH_EXAMPLES, BenchArgs};
 use crate::studies::robustness::agents::AgentArgs;
 use crate::studies::robustness::args::{SWEEP_EXAMPLES, SweepArgs};
 
@@ -102,7 +102,7 @@ pub fn parse() -> Result<Cli, u8> {
             } else {
                 format!("{} {missing}", first.trim_end())
             };
-            let first = crate::graph::redact_credentials(&first);
+            let first = crate::db::redact_credentials(&first);
             eprintln!("blocklab: {first} (see 'blocklab --help')");
             Err(2)
         }
@@ -130,7 +130,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Serve(args) => crate::server::args::serve(&args),
         Command::Load(args) => crate::load::args::load(&args),
-        Command::Bench(args) => crate::studies::play_neo4j::bench(&args),
+        Command::Bench(args) => crate::studies::execution_models::bench(&args),
         Command::Seed(args) => crate::seed::seed(&args),
         Command::Sweep(args) => crate::studies::robustness::sweep(&args),
         Command::Studies(args) => crate::studies::studies(&args),

@@ -6,7 +6,7 @@
 //! blocklab's Bolt client about 240–300 µs a read, the Java driver about 384),
 //! so a ceiling measured with the Java driver is not blocklab's: a blocklab
 //! server once read at 1.38 × "the ceiling". This measures it with the very
-//! code a server's non-blocking endpoint runs ([`crate::graph::open`], then
+//! code a server's non-blocking endpoint runs ([`crate::db::open`], then
 //! [`GraphBackend::read`]), C reads in flight, each answer's id checked.
 //!
 //! It speaks the same protocol as `peers/neo4j-ceiling`, so that the bench
@@ -24,9 +24,9 @@ use clap::Args;
 use hdrhistogram::Histogram;
 use rand::Rng;
 
+use crate::db::{DbSettings, DbUrl, EmbeddedRead, GraphBackend};
 use crate::failure::Failure;
 use crate::flags::parse_duration;
-use crate::graph::{DbSettings, DbUrl, EmbeddedRead, GraphBackend};
 
 /// Flags of `blocklab db-ceiling`.
 #[derive(Debug, Args, Clone)]
@@ -84,7 +84,7 @@ pub fn db_ceiling(args: &DbCeilingArgs) -> Result<(), Failure> {
 async fn measure(args: &DbCeilingArgs) -> anyhow::Result<serde_json::Value> {
     let concurrency = args.concurrency as usize;
     let settings = DbSettings { async_connections: concurrency, ..DbSettings::default() };
-    let backend = crate::graph::open(&args.db, args.nodes, Duration::ZERO, settings, EmbeddedRead::Index)
+    let backend = crate::db::open(&args.db, args.nodes, Duration::ZERO, settings, EmbeddedRead::Index)
         .await
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.db))?;
     // One read first, so that an unreachable database is one clear error, not a window of failures.
@@ -140,7 +140,7 @@ async fn measure(args: &DbCeilingArgs) -> anyhow::Result<serde_json::Value> {
         "client_cpu_us_per_read": per_read(cpu),
     });
     if let Some(e) = first_error {
-        line["first_error"] = serde_json::Value::String(crate::graph::redact_credentials(&e));
+        line["first_error"] = serde_json::Value::String(crate::db::redact_credentials(&e));
     }
     Ok(line)
 }

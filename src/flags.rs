@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches, Parser};
 
-use crate::graph::{DEFAULT_ASYNC_CONNECTIONS, DbSettings, DbUrl};
+use crate::db::{DEFAULT_ASYNC_CONNECTIONS, DbSettings, DbUrl};
 
 /// Parses `10ms`, `1s`, `500us`, `2m`, or a bare `0`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -7,7 +7,7 @@
 //! Three layers, imports pointing down the list and never back:
 //!
 //! * [`studies`] — one folder per study, each knowing nothing of the other:
-//!   [`studies::play_neo4j`] (study 1, `blocklab bench`) and
+//!   [`studies::execution_models`] (study 1, `blocklab bench`) and
 //!   [`studies::robustness`] (study 2, `blocklab sweep`); `blocklab studies`
 //!   builds the peers and runs them all.
 //! * [`harness`] — what every study needs and no study's knowledge: every
@@ -21,7 +21,7 @@
 //! * [`load`] — `blocklab load`: the load generator (closed and open loop,
 //!   HdrHistogram latencies, every outcome counted, ab-style text and JSON).
 //! * [`graph`] — the Content dataset, the one Cypher query, the
-//!   [`graph::GraphBackend`] trait (a blocking and a non-blocking read) and the
+//!   [`db::GraphBackend`] trait (a blocking and a non-blocking read) and the
 //!   embedded, FalkorDB and Neo4j backends.
 //! * [`http1`] — the HTTP/1.1 codec blocklab owns, both sides.
 //! * [`proc`] — the one place `/proc` is read (on the `procfs` crate).
@@ -43,10 +43,10 @@
 
 pub mod cli;
 pub mod command;
+pub mod db;
 pub mod db_ceiling;
 pub mod failure;
 pub mod flags;
-pub mod graph;
 pub mod harness;
 pub mod http1;
 pub mod load;

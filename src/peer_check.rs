@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 
+use crate::db::DbUrl;
 use crate::failure::Failure;
 use crate::flags::parse_positive_duration;
-use crate::graph::DbUrl;
 use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::get::{get, same_node};
 use crate::harness::launch::Spec;
@@ -495,7 +495,7 @@ fn check_reads(verdicts: &mut Verdicts, addr: SocketAddr, paths: &[&str], args: 
     for (i, path) in paths.iter().enumerate() {
         let id = 1 + (u64::from(nanos) + i as u64 * 7919) % args.nodes;
         let asked = format!("{path}?id={id}");
-        let want = serde_json::to_value(crate::graph::content_record(id as i64)).unwrap_or_default();
+        let want = serde_json::to_value(crate::db::content_record(id as i64)).unwrap_or_default();
         match get(addr, &asked, Duration::from_secs(30)) {
             Ok(a) if a.status == 200 => match serde_json::from_str::<serde_json::Value>(&a.body) {
                 Ok(got) if same_node(&got, &want) => verdicts.ok(&format!("GET {asked}: node {id}")),

@@ -7,9 +7,9 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::ProgressBar;
 
+use crate::db::DbUrl;
 use crate::failure::Failure;
 use crate::flags::{DbClientArgs, parse_db};
-use crate::graph::DbUrl;
 
 /// What `blocklab seed --help` shows after the flags.
 pub const SEED_EXAMPLES: &str = "\
@@ -58,7 +58,7 @@ pub fn seed(args: &SeedArgs) -> Result<(), Failure> {
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting a runtime")?;
     let backend = runtime
-        .block_on(crate::graph::open(
+        .block_on(crate::db::open(
             &args.db,
             args.nodes,
             std::time::Duration::ZERO,

@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 
-use blocklab::graph::EmbeddedGraph;
+use blocklab::db::EmbeddedGraph;
 use blocklab::server::allocations::counts;
 use blocklab::server::{Model, RunningServer, ServeConfig};
 

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use blocklab::graph::{Content, EmbeddedGraph, GraphBackend, GraphError, ReadFuture, content_record};
+use blocklab::db::{Content, EmbeddedGraph, GraphBackend, GraphError, ReadFuture, content_record};
 use blocklab::server::{ActorLimits, Endpoint, Model, ServeConfig};
 use common::{embedded_server, get, server_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

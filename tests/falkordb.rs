@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab::graph::{DbSettings, DbUrl, FalkorGraph, GraphBackend, content_record};
+use blocklab::db::{DbSettings, DbUrl, FalkorGraph, GraphBackend, content_record};
 use blocklab::server::{Endpoint, ServeConfig};
 use common::{falkor_url, get, server_with, try_get};
 

@@ -13,11 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab::graph::{DbSettings, DbUrl, FalkorGraph, GraphBackend, Neo4jGraph};
+use blocklab::db::{DbSettings, DbUrl, FalkorGraph, GraphBackend, Neo4jGraph};
 use blocklab::harness::target::Targets;
 use blocklab::harness::toxiproxy::Toxiproxy;
-use blocklab::studies::play_neo4j::run::stall_toxics;
-use blocklab::studies::play_neo4j::stall::StallSpec;
+use blocklab::studies::execution_models::run::stall_toxics;
+use blocklab::studies::execution_models::stall::StallSpec;
 
 /// The dataset tests/neo4j.rs seeds (Neo4j Community holds one database).
 const NODES: u64 = 1000;

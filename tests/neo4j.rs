@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use blocklab::graph::{DbSettings, DbUrl, GraphBackend, Neo4jGraph, content_record};
+use blocklab::db::{DbSettings, DbUrl, GraphBackend, Neo4jGraph, content_record};
 use blocklab::server::{Endpoint, ServeConfig};
 use common::{get, neo4j_uri, server_with, try_get};
 use http_body_util::{BodyExt, Empty};

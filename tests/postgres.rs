@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blocklab::graph::{DbSettings, DbUrl, GraphBackend, PostgresGraph, content_record};
+use blocklab::db::{DbSettings, DbUrl, GraphBackend, PostgresGraph, content_record};
 use blocklab::server::{ActorLimits, Endpoint, Model, RunningServer, ServeConfig};
 use common::{blocklab, get, get_concurrently, output_within, postgres_url, server_with, try_get};
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use blocklab::page::MAX_COLUMNS;
-use blocklab::studies::play_neo4j::{charts, reading, report, results::BenchResults};
+use blocklab::studies::execution_models::{charts, reading, report, results::BenchResults};
 
 /// Each row of each `<table>` of `html` as (table number, cells in the row,
 /// the row's start): a cell is a `<th>` or a `<td>`.

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use blocklab::graph::{DbSettings, DbUrl, FalkorGraph, GraphBackend, Neo4jGraph, content_record};
+use blocklab::db::{DbSettings, DbUrl, FalkorGraph, GraphBackend, Neo4jGraph, content_record};
 use blocklab::harness::target::Targets;
 use blocklab::harness::toxiproxy::{Fault, Proxy, Stream, Toxic, Toxiproxy};
 use blocklab::server::{ActorLimits, Model, RunningServer, ServeConfig};
@@ -380,7 +380,7 @@ async fn faults_under_load(db: Db, base: &str) {
     let mut report = Vec::new();
     let mut windows = Vec::new();
     // The bench's own four (`bench --db-faults`), held shorter.
-    for (toxic, what) in blocklab::studies::play_neo4j::faults::faults() {
+    for (toxic, what) in blocklab::studies::execution_models::faults::faults() {
         // Healthy first: every model and endpoint answers right through the proxy.
         let healthy = Instant::now();
         tokio::time::sleep(BEFORE).await;

@@ -87,7 +87,7 @@ fn a_wrong_bench_db_lists_every_form() {
     ] {
         let line = usage_error(&["bench", "--db", db]);
         assert!(line.contains("'--db <DB>'") && line.contains(says), "{db}: {line}");
-        for form in blocklab::studies::play_neo4j::args::BENCH_DB_FORMS {
+        for form in blocklab::studies::execution_models::args::BENCH_DB_FORMS {
             assert!(line.contains(form), "{db}: {form} is not listed: {line}");
         }
         assert!(!line.contains("secret"), "{db}: a password echoed: {line}");

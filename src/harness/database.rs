@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::launch::Spec;
 use super::target::Targets;
-use crate::graph::DbUrl;
+use crate::db::DbUrl;
 
 /// A database engine a study can start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

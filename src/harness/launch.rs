@@ -27,7 +27,7 @@ use super::cgroup::{MemoryCgroup, Version};
 use super::peers::{OUTSIDE_FOLDERS_VAR, Peer, Peers};
 use super::process::ServerProcess;
 pub use super::runtime::{Runtime, go_memory_limit, jvm_heap_flags};
-use crate::graph::DbUrl;
+use crate::db::DbUrl;
 
 /// What a study wants started. Built from what to run ([`Spec::program`],
 /// [`Spec::peer`], [`Spec::client_peer`]; a target's comes from

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::launch;
 use super::process::ServerProcess;
 use super::target::Targets;
-use crate::graph::redact_credentials;
+use crate::db::redact_credentials;
 
 /// The name of the link peer (`peers/toxiproxy/`).
 pub const PEER: &str = "toxiproxy";

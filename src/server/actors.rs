@@ -31,7 +31,7 @@ use tokio::runtime::Runtime;
 
 use super::metrics::Metrics;
 use super::runtime::{RuntimeProbe, build_runtime};
-use crate::graph::{Content, GraphBackend, GraphError};
+use crate::db::{Content, GraphBackend, GraphError};
 
 /// Worker actors in the blocking pool: the seed's 4 `GraphEngine` actors.
 pub const POOL_SIZE: usize = 4;

@@ -17,9 +17,9 @@ use super::model::{AdmissionMode, DEFAULT_POOL_THREADS, Model};
 use super::runtime::build_runtime;
 use super::workers;
 use crate::command::shutdown_signal;
+use crate::db::{DbUrl, EmbeddedRead, GraphError};
 use crate::failure::Failure;
 use crate::flags::{DbClientArgs, parse_addr, parse_db, parse_duration, parse_positive_duration};
-use crate::graph::{DbUrl, EmbeddedRead, GraphError};
 
 /// What `blocklab serve --help` shows after the flags.
 pub const SERVE_EXAMPLES: &str = "\

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::actors::{self, ActorLimits};
 use super::model::{self, AdmissionMode, LISTEN_BACKLOG, Model};
-use crate::graph::{DbSettings, DbUrl, EmbeddedRead};
+use crate::db::{DbSettings, DbUrl, EmbeddedRead};
 
 /// Everything `serve` needs to know, validated.
 #[derive(Debug, Clone)]

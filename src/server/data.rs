@@ -9,7 +9,7 @@
 use super::endpoint::Endpoint;
 use super::error::AppError;
 use super::state::AppState;
-use crate::graph::{Content, GraphError};
+use crate::db::{Content, GraphError};
 
 /// Reads node `id` the way `endpoint`'s execution model does (the
 /// translation table of the seed study; see [`Endpoint::model`]).

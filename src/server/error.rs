@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::actors::AskError;
-use crate::graph::GraphError;
+use crate::db::GraphError;
 
 /// A request that could not be answered with data.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use super::delay;
 use super::endpoint::Endpoint;
 use super::error::AppError;
 use super::state::AppState;
-use crate::graph::Content;
+use crate::db::Content;
 
 /// The result of a data endpoint.
 type DataResult = Result<Json<Content>, AppError>;

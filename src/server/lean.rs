@@ -823,7 +823,7 @@ async fn send_error(stream: &mut TcpStream, status: u16, message: &str, reply: R
 async fn send_json(
     stream: &mut TcpStream,
     prelude: &[u8],
-    content: &crate::graph::Content,
+    content: &crate::db::Content,
     reply: Reply,
 ) -> std::io::Result<()> {
     let rest = BODY.with_borrow_mut(|body| {

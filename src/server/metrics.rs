@@ -386,8 +386,8 @@ impl Metrics {
     }
 }
 
-/// Kinds of database failure, as [`crate::graph::GraphError::kind`] names them.
-const DB_ERROR_KINDS: [&str; 5] = crate::graph::GraphError::KINDS;
+/// Kinds of database failure, as [`crate::db::GraphError::kind`] names them.
+const DB_ERROR_KINDS: [&str; 5] = crate::db::GraphError::KINDS;
 
 fn gauge_pair(w: &mut String, name: &str, text: &str, gauge: &PeakGauge) {
     help(w, name, "gauge", text);

@@ -58,7 +58,7 @@ use request_threads::RequestThreads;
 use runtime::{RuntimeProbe, build_runtime};
 use timer::ConnectionTimer;
 
-use crate::graph::{DbUrl, GraphBackend, GraphError};
+use crate::db::{DbUrl, GraphBackend, GraphError};
 
 /// Binds a listening socket on `addr` with a listen backlog of `backlog`.
 pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
@@ -76,7 +76,7 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpList
 /// One that answers and refuses this server ([`GraphError::Refused`]: its
 /// credentials, its database name) is: no wait would mend it.
 pub async fn open_backend(config: &ServeConfig) -> anyhow::Result<Arc<dyn GraphBackend>> {
-    let backend = crate::graph::open(
+    let backend = crate::db::open(
         &config.db,
         config.nodes,
         config.db_latency,

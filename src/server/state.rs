@@ -10,7 +10,7 @@ use super::metrics::Metrics;
 use super::model::Model;
 use super::request_threads::RequestThreads;
 use super::runtime::RuntimeProbe;
-use crate::graph::GraphBackend;
+use crate::db::GraphBackend;
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]

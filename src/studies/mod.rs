@@ -2,7 +2,7 @@
 //! levels, how it runs, its tables, charts and reading) and knowing nothing of
 //! the others; all built on the [`crate::harness`], which knows no study.
 //!
-//! * [`play_neo4j`] — study 1 (`blocklab bench`): the seed's Play + Neo4j +
+//! * [`execution_models`] — study 1 (`blocklab bench`): the seed's Play + Neo4j +
 //!   Akka endpoints, one execution model each.
 //! * [`robustness`] — study 2 (`blocklab sweep`): slow requests stepped up
 //!   under a memory cap, and who survives.
@@ -12,7 +12,7 @@
 //! index page. A third study is one more folder and one line in [`STUDIES`].
 
 pub mod args;
-pub mod play_neo4j;
+pub mod execution_models;
 pub mod robustness;
 pub mod study;
 
@@ -31,7 +31,7 @@ use args::StudiesArgs;
 pub use study::{Study, StudyRun};
 
 /// Every study, in the order the main job runs them.
-pub const STUDIES: [Study; 2] = [play_neo4j::STUDY, robustness::STUDY];
+pub const STUDIES: [Study; 2] = [execution_models::STUDY, robustness::STUDY];
 
 /// `blocklab studies`: the peers built, every study run, then an index page
 /// that leads to every report. A study that fails does not stop the next;

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blocklab::graph::{EmbeddedGraph, GraphBackend};
+use blocklab::db::{EmbeddedGraph, GraphBackend};
 use blocklab::server::{RunningServer, ServeConfig};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;

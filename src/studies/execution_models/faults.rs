@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::content_record;
+use crate::db::content_record;
 use crate::harness::get::{get, same_node};
 use crate::harness::toxiproxy::{Fault, Stream, Toxic};
 

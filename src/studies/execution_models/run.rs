@@ -31,7 +31,7 @@ use super::results::{
 };
 use super::stall::{StallKind, StallRecord, StallSecond, StallSpec};
 use super::test_id::{HasTestId, MEASURED};
-use crate::graph::{DbUrl, EmbeddedRead};
+use crate::db::{DbUrl, EmbeddedRead};
 use crate::harness::conditions;
 use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::jvm;
@@ -123,7 +123,7 @@ pub struct BenchPlan {
     /// Client flags for a networked database (`--db-pool` ...), passed to each server.
     pub db_client: Vec<String>,
     /// The same settings: the pools the reading weighs rates against.
-    pub db_settings: crate::graph::DbSettings,
+    pub db_settings: crate::db::DbSettings,
     /// `--db-rtt`: a round trip put on the link to a networked database
     /// (Toxiproxy between it and every server), or `None`: reached directly.
     pub db_rtt: Option<Duration>,
@@ -639,7 +639,7 @@ fn measure_ceilings(
             match measured {
                 Ok(c) => {
                     eprintln!("bench: {client}: {}", super::ceiling::describe(&c));
-                    tried.push(format!("{concurrency} → {:.0}", c.reads_per_s));
+                    tried.push(format!("{concurrency} → {:.0} reads/s", c.reads_per_s));
                     if best.as_ref().is_none_or(|b| c.reads_per_s > b.reads_per_s) {
                         best = Some(c);
                     }
@@ -652,9 +652,10 @@ fn measure_ceilings(
         }
         if let Some(c) = best.as_mut() {
             if tried.len() > 1 {
+                let asked: Vec<String> = levels.iter().map(usize::to_string).collect();
                 c.client.push_str(&format!(
-                    " (the best of {} reads in flight, reads/s: {})",
-                    levels.len(),
+                    " (the better of {} reads in flight: {})",
+                    asked.join(" and "),
                     tried.join(", ")
                 ));
             }

@@ -17,7 +17,7 @@ use tokio::sync::SemaphorePermit;
 use super::connection::{ConnectConfig, Connection};
 use super::error::BoltError;
 use super::packstream::Value;
-use crate::graph::permits::Permits;
+use crate::db::permits::Permits;
 
 /// A pool of at most `size` connections to one server.
 pub struct Pool {
@@ -118,9 +118,9 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
-    use crate::graph::bolt::chunk::{Framer, read_message};
-    use crate::graph::bolt::connection::Auth;
-    use crate::graph::bolt::packstream::{Decoder, write_struct_header, write_value};
+    use crate::db::bolt::chunk::{Framer, read_message};
+    use crate::db::bolt::connection::Auth;
+    use crate::db::bolt::packstream::{Decoder, write_struct_header, write_value};
 
     /// What the fake server received: (connection number, message tag).
     type Log = Arc<Mutex<Vec<(usize, u8)>>>;

@@ -528,7 +528,7 @@ fn content_from_values(id: i64, values: Vec<FalkorValue>) -> Result<Content, Gra
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::DbUrl;
+    use crate::db::DbUrl;
 
     /// Every reserved character a password may hold reaches the redis client
     /// as it was typed, however it was percent-encoded in `--db`.

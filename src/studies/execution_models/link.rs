@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{DbSettings, DbUrl, EmbeddedRead};
+use crate::db::{DbSettings, DbUrl, EmbeddedRead};
 use crate::harness::target::Targets;
 use crate::harness::toxiproxy::{Proxy, Toxiproxy, upstream_of};
 
@@ -156,7 +156,7 @@ fn timed_reads(db: &DbUrl, nodes: u64, settings: DbSettings) -> Result<(Duration
         .map_err(|e| format!("a runtime for the probe: {e}"))?;
     let settings = DbSettings { pool: 1, async_connections: 1, ..settings };
     runtime.block_on(async {
-        let graph = crate::graph::open(db, nodes, Duration::ZERO, settings, EmbeddedRead::default())
+        let graph = crate::db::open(db, nodes, Duration::ZERO, settings, EmbeddedRead::default())
             .await
             .map_err(|e| e.to_string())?;
         let mut times = Vec::with_capacity(PROBE_READS);

@@ -314,7 +314,7 @@ fn protocol_sentence(results: &BenchResults) -> Option<String> {
             per_target.join(", ")
         )
     };
-    let order = if p.order.len() > 1 {
+    let order = if p.order.len() > 1 && results.target_names().len() > 1 {
         format!(
             ", and the targets' runs were interleaved ({}){}",
             p.order.join("; "),
@@ -929,7 +929,7 @@ mod tests {
 
     #[test]
     fn the_runs_connections_are_named_never_the_seeds_200() {
-        let results = crate::studies::play_neo4j::tables::sample::results(&["blocklab", "play"], 64);
+        let results = crate::studies::execution_models::tables::sample::results(&["blocklab", "play"], 64);
         let text = sentences(&results).join("\n");
         assert!(!text.contains("200 connections"), "{text}");
         assert!(text.contains("at once while 64 connections wait"), "{text}");
@@ -937,7 +937,7 @@ mod tests {
 
     #[test]
     fn the_warm_up_is_told_from_its_windows_not_from_a_literal() {
-        let results = crate::studies::play_neo4j::tables::sample::results(&["blocklab"], 200);
+        let results = crate::studies::execution_models::tables::sample::results(&["blocklab"], 200);
         let text = sentences(&results).join("\n");
         assert!(!text.contains("about 3× cheaper") && !text.contains("~2 minutes"), "{text}");
         assert!(text.contains("its CPU per read in each window 5727, 900, 420, 330, 313 µs"), "{text}");
@@ -953,7 +953,7 @@ mod tests {
     fn a_share_above_the_limit_is_a_defect_of_the_ceiling_with_its_figures() {
         // play reads 2929 a second through the Java driver, whose ceiling is 2653:
         // 1.10 of it, at 250 µs of the database's CPU a read against 384.
-        let results = crate::studies::play_neo4j::tables::sample::results(&["blocklab", "play"], 200);
+        let results = crate::studies::execution_models::tables::sample::results(&["blocklab", "play"], 200);
         let text = sentences(&results).join("\n");
         let defect = text.lines().find(|l| l.starts_with("Defect:")).expect(&text);
         assert!(

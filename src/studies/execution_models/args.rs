@@ -6,8 +6,8 @@ use clap::Args;
 
 use super::run::{BenchDb, BenchPlan, DB_WARM_MAX, TARGET_WARM, parse_apis};
 use super::stall::StallSpec;
+use crate::db::{DbUrl, EmbeddedRead};
 use crate::flags::{CpuList, DbClientArgs, parse_duration};
-use crate::graph::{DbUrl, EmbeddedRead};
 use crate::harness::database::Engine;
 use crate::harness::placement::Placement;
 use crate::harness::target::{Target, Targets};

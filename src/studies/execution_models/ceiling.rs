@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::DbUrl;
+use crate::db::DbUrl;
 use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::launch::{self, Spec};
 use crate::harness::peers::Peers;
@@ -33,10 +33,10 @@ use crate::harness::peers::Peers;
 /// The peer that measures it with the Java driver.
 pub const PEER: &str = "neo4j-ceiling";
 /// Reads kept in flight at least: blocklab's async pool by default
-/// ([`crate::graph::DEFAULT_ASYNC_CONNECTIONS`]); the bench raises it to the
+/// ([`crate::db::DEFAULT_ASYNC_CONNECTIONS`]); the bench raises it to the
 /// largest pool of any target measured, so that no server has more reads in
 /// flight than the ceiling had.
-pub const CONCURRENCY: usize = crate::graph::DEFAULT_ASYNC_CONNECTIONS;
+pub const CONCURRENCY: usize = crate::db::DEFAULT_ASYNC_CONNECTIONS;
 
 /// Whose client a ceiling was measured with. A server's reads are weighed
 /// against the ceiling of the driver it uses: two drivers cost the database

@@ -249,7 +249,7 @@ fn content_from_record(fields: Vec<Value>) -> Result<Content, GraphError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::content_record;
+    use crate::db::content_record;
 
     fn node(properties: Vec<(&str, Value)>) -> Vec<Value> {
         let properties = properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect();

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 
 use super::ceiling::{Ceiling, CeilingRun, ClientLines, bound, window};
-use crate::graph::{CONTENT_SQL, DbUrl, PostgresTarget};
+use crate::db::{CONTENT_SQL, DbUrl, PostgresTarget};
 use crate::harness::launch::{self, Spec};
 use crate::proc::{Pid, cpu_time};
 
