@@ -44,8 +44,9 @@ Builds DIR into .local/peers/NAME/ (scripts/peers build), starts it on a free lo
   study 2 (/delay in endpoints): /delay?ms=100 answers {\"success\":true} no sooner than
   100 ms, a bad ms (abc, -1, 600001) is a 400;
   study 1 (/getData… in endpoints): started with --db bolt://HOST:PORT or postgres://USER@HOST:PORT/DB
-  (a database its peer.toml's db lists) --nodes N (a Neo4j user and password go to its
-  environment as NEO4J_USER and NEO4J_PASSWORD, never on its command line), each endpoint it lists answers the node ?id= asks for, an id outside 1..N
+  (a database its peer.toml's db lists) --nodes N (a user and password go to its environment,
+  a Neo4j's as NEO4J_USER and NEO4J_PASSWORD, a PostgreSQL's as PGUSER and PGPASSWORD, never
+  on its command line), each endpoint it lists answers the node ?id= asks for, an id outside 1..N
   is a 400;
   then it stops within --stop-within of SIGTERM.
 Exit status: 0 when every check passed, 1 when one failed, 2 for a usage error.
@@ -515,9 +516,10 @@ fn check_reads(verdicts: &mut Verdicts, addr: SocketAddr, paths: &[&str], args: 
             ),
             Ok(a) => verdicts.fail(
                 &format!("GET {asked} answered {} `{}`", a.status, shorten(&a.body)),
-                "read MATCH (n:Content {id: $id}) RETURN n from --db and answer 200 with its properties \
-                 (503 means the database could not be reached or refused the credentials: is --db right? \
-                 do you read NEO4J_USER and NEO4J_PASSWORD?)",
+                "read the node from --db (Neo4j: MATCH (n:Content {id: $id}) RETURN n; PostgreSQL: SELECT id, \
+                 name, code, mime_type, content_type, body FROM content WHERE id = $1) and answer 200 with its \
+                 properties (503 means the database could not be reached or refused the credentials: is --db \
+                 right? do you read NEO4J_USER and NEO4J_PASSWORD, or PGUSER and PGPASSWORD?)",
             ),
             Err(e) => {
                 verdicts.fail(&format!("GET {asked}: {e}"), "serve each study-1 endpoint peer.toml lists")

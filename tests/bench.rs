@@ -122,12 +122,45 @@ fn bench_under_lean_names_the_model_and_the_read_everywhere() {
 }
 
 #[test]
+fn timed_runs_last_their_duration_whatever_the_rate() {
+    let out = std::env::temp_dir().join(format!("blocklab-bench-timed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_blocklab"))
+            .args(["bench", "--quick", "--apis", "1,2", "-c", "20", "-z", "2s", "--runs", "1", "--out"])
+            .arg(&out),
+        std::time::Duration::from_secs(300),
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("runs of 2 s (-c 20)"), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    common::validate_schema("schema/bench-results.json", &results);
+    let parameters = &results["conditions"]["parameters"];
+    assert_eq!((parameters["run_s"].as_f64(), parameters["requests"].as_u64()), (Some(2.0), Some(0)));
+    for test in results["tests"].as_array().unwrap() {
+        assert_eq!(test["status"], "ok", "{test:#}");
+        let run = &test["runs"][0];
+        // /test answers far more requests in 2 s than /getData does; both runs last 2 s.
+        let seconds = run["duration_s"].as_f64().unwrap();
+        assert!((1.9..6.0).contains(&seconds), "a 2 s run took {seconds} s: {test:#}");
+        assert!(run["rps"].as_f64().unwrap() > 0.0, "{test:#}");
+    }
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(md.contains("blocklab load -k -c 20 -z 2s per run"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn bad_bench_flags_exit_2_before_anything_starts() {
     for (args, needle) in [
         (vec!["bench", "--apis", "getNothing"], "unknown API"),
         (vec!["bench", "--apis", "6"], "unknown API"),
         (vec!["bench", "-c", "0"], "--concurrency"),
         (vec!["bench", "-n", "10", "-c", "20"], "smaller than -c"),
+        (vec!["bench", "-n", "10", "-z", "3s"], "cannot be used with"),
+        (vec!["bench", "-z", "0s"], "--duration"),
         (vec!["bench", "--runs", "0"], "--runs"),
         (vec!["bench", "--db-latency", "soon"], "--db-latency"),
         (vec!["bench", "--out", "/proc/blocklab-cannot-write-here"], "cannot write into"),

@@ -143,16 +143,25 @@ impl FromStr for DbUrl {
 }
 
 impl DbUrl {
-    /// The credentials of a Neo4j URL as the environment of a process that
-    /// reads it (a peer, the ceiling client): [`NEO4J_USER`] and
-    /// [`NEO4J_PASSWORD`], the variables blocklab reads itself when a URL has
-    /// none. Empty for a URL without credentials (the process then reads the
-    /// variables it inherits, as blocklab does) and for other databases (no
-    /// peer reads them).
+    /// The credentials of a URL as the environment of a process that reads
+    /// it (a peer, the ceiling client): a Neo4j's as [`NEO4J_USER`] and
+    /// [`NEO4J_PASSWORD`], a PostgreSQL's as `PGUSER` and `PGPASSWORD`: the
+    /// variables blocklab reads itself when a URL has none. Empty for a URL
+    /// without credentials (the process then reads the variables it
+    /// inherits, as blocklab does) and for other databases (no peer reads
+    /// them).
     pub fn credentials_env(&self) -> Vec<(&'static str, String)> {
         match self {
             DbUrl::Neo4j(Neo4jTarget { credentials: Some((user, password)), .. }) => {
                 vec![(NEO4J_USER, user.clone()), (NEO4J_PASSWORD, password.clone())]
+            }
+            // libpq's own variables, which every PostgreSQL driver reads or a peer passes on.
+            DbUrl::Postgres(PostgresTarget { credentials: Some((user, password)), .. }) => {
+                let mut env = vec![("PGUSER", user.clone())];
+                if !password.is_empty() {
+                    env.push(("PGPASSWORD", password.clone()));
+                }
+                env
             }
             _ => Vec::new(),
         }

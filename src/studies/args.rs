@@ -6,11 +6,11 @@ use clap::Args;
 /// What `blocklab studies --help` shows after the flags.
 pub const STUDIES_EXAMPLES: &str = "\
 Builds the peers it can (scripts/peers build; cached in .local/), then runs 'blocklab bench'
-into DIR/bench (blocklab, Play and the Python peer on Neo4j, 8000 requests a run, then a
-database stall on blocklab and Play) and 'blocklab sweep' into DIR/sweep with their defaults
-(under 40 minutes on this 2-core machine with the seed's stack and every peer: 13 + 26;
---quick: about three), then writes
-DIR/index.html: what ran, where, and what was skipped and why. Each study's own flags: run it alone ('blocklab bench --help',
+into DIR/bench (blocklab, Play and the Python peer on Neo4j, each fresh server warmed until
+its rate settles, runs of 3 s interleaved, then a database stall on blocklab and Play) and
+'blocklab sweep' into DIR/sweep (the seed's levels but 700 and 800, a thread pool's levels
+stopped after two waves): about 35 minutes on this 2-core machine with the seed's stack and
+every peer, the build included (--quick: about three). Then it writes DIR/index.html: what ran, where, and what was skipped and why. Each study's own flags: run it alone ('blocklab bench --help',
 'blocklab sweep --help').
 
 Examples:

@@ -7,7 +7,7 @@ use clap::Args;
 use super::run::{BenchDb, BenchPlan, DB_WARM_MAX, TARGET_WARM, parse_apis};
 use super::stall::StallSpec;
 use crate::db::{DbUrl, EmbeddedRead};
-use crate::flags::{CpuList, DbClientArgs, parse_duration};
+use crate::flags::{CpuList, DbClientArgs, parse_duration, parse_positive_duration};
 use crate::harness::database::Engine;
 use crate::harness::placement::Placement;
 use crate::harness::target::{Target, Targets};
@@ -66,8 +66,14 @@ pub struct BenchArgs {
     pub concurrency: u32,
 
     /// Requests per run [default: 100000, or 600 with --quick].
-    #[arg(short = 'n', long = "requests", value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
+    #[arg(short = 'n', long = "requests", value_parser = clap::value_parser!(u64).range(1..), value_name = "N",
+          conflicts_with = "duration")]
     pub requests: Option<u64>,
+
+    /// Timed runs instead: each run lasts DUR (e.g. 5s), whatever the rate; a slow endpoint's
+    /// run then takes no longer than a fast one's.
+    #[arg(short = 'z', long = "duration", value_parser = parse_positive_duration, value_name = "DUR")]
+    pub duration: Option<Duration>,
 
     /// Runs per API (Run IDs) [default: 2, or 1 with --quick].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100), value_name = "N")]
@@ -298,7 +304,7 @@ impl BenchArgs {
         };
         let requests = self.requests.unwrap_or(if self.quick { 600 } else { 100_000 });
         let connections = self.concurrency as usize;
-        if requests < connections as u64 {
+        if self.duration.is_none() && requests < connections as u64 {
             return Err(format!(
                 "-n {requests} is smaller than -c {connections}: every connection needs a request"
             ));
@@ -312,6 +318,7 @@ impl BenchArgs {
             apis,
             connections,
             requests,
+            duration: self.duration,
             runs: self.runs.unwrap_or(if self.quick { 1 } else { 2 }),
             db: self.db.clone(),
             db_cpus,

@@ -59,7 +59,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     let mut body = String::new();
     body += "<h1>blocklab bench — the seed study, reproduced</h1>";
     body += &format!(
-        "<p class=\"sub\">Play 2.7 + Neo4j + Akka (the seed) translated to Rust: {} APIs × {} × {} run{}, {} requests \
+        "<p class=\"sub\">Play 2.7 + Neo4j + Akka (the seed) translated to Rust: {} APIs × {} × {} run{} of {} \
          each at {} concurrent keep-alive connections, a fresh server per API. {}</p>",
         p.apis.len(),
         match results.target_names().len() {
@@ -68,7 +68,7 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
         },
         p.runs,
         if p.runs == 1 { "" } else { "s" },
-        p.requests,
+        p.run_length(),
         p.connections,
         escape(&results.conditions.database)
     );

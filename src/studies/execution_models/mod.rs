@@ -52,15 +52,15 @@ pub const STUDY: Study = Study {
             Err(e) => return StudyRun::failed(Failure::Usage(e)),
         };
         let mut skipped = Vec::new();
-        if !quick && args.requests.is_none() {
-            // Two targets × 8 APIs × 2 runs of the seed's 100,000 take ~25
-            // minutes on a warm Neo4j here, the sweep ~25 more: the main job
-            // keeps under 40 minutes with fewer requests a run; the rates do not
-            // change with the count (blocklab bench alone keeps the seed's).
-            args.requests = Some(MAIN_JOB_REQUESTS);
+        if !quick && args.requests.is_none() && args.duration.is_none() {
+            // Timed runs: a fixed count of requests made a run of Play's /test last 0.3 s (a GC
+            // pause's length) and a Python run 10 s; three targets × 8 APIs × 2 runs of 3 s keep
+            // both studies under 35 minutes (blocklab bench alone keeps the seed's 100,000).
+            args.duration = Some(MAIN_JOB_RUN);
             eprintln!(
-                "bench: {MAIN_JOB_REQUESTS} requests a run in the main job (blocklab bench alone: the seed's 100000), \
-                 to keep both studies under 40 minutes"
+                "bench: runs of {} s in the main job (blocklab bench alone: the seed's 100000 requests), to keep \
+                 both studies under 35 minutes",
+                MAIN_JOB_RUN.as_secs()
             );
         }
         match seed_stack() {
@@ -108,10 +108,10 @@ pub const STUDY: Study = Study {
     },
 };
 
-/// Requests per run when the main job runs study 1 (not `--quick`): 8,000
-/// since the Python peer joined blocklab and Play (18,000 for two targets
-/// before; the three take about as long at 8,000 as the two did at 18,000).
-pub const MAIN_JOB_REQUESTS: u64 = 8_000;
+/// Each run's length when the main job runs study 1 (not `--quick`): 3 s,
+/// one warm-up window's length. 8,000 requests a run before: 0.3 s of Play's
+/// warm `/test`, 10 s of the Python peer's `/getData`.
+pub const MAIN_JOB_RUN: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The stall the main job's study 1 runs (not `--quick`), on which endpoints,
 /// and on the seed's pair of targets only (blocklab and Play: the Python
@@ -192,11 +192,11 @@ pub fn bench_run(args: &BenchArgs) -> Result<BenchResults, Failure> {
         eprintln!("blocklab: warning: {warning}");
     }
     eprintln!(
-        "bench: {} x {} APIs x {} runs of {} requests (-c {}), {}, database {}; writing to {}",
+        "bench: {} x {} APIs x {} runs of {} (-c {}), {}, database {}; writing to {}",
         plan.targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(","),
         plan.apis.len(),
         plan.runs,
-        plan.requests,
+        plan.run_length(),
         plan.connections,
         plan.placement,
         plan.db,

@@ -327,8 +327,11 @@ pub struct Parameters {
     pub apis: Vec<String>,
     /// Concurrent connections.
     pub connections: usize,
-    /// Requests per run.
+    /// Requests per run (0: timed runs, [`Parameters::run_s`]).
     pub requests: u64,
+    /// Each run's length when the runs are timed (`--duration`); `None`: `requests` a run.
+    #[serde(default)]
+    pub run_s: Option<f64>,
     /// Runs per API.
     pub runs: u32,
     /// Always true: the seed used `ab -k`.
@@ -362,6 +365,24 @@ pub struct Parameters {
     pub actor_threads: Option<u64>,
     /// `--quick`.
     pub quick: bool,
+}
+
+impl Parameters {
+    /// How long each run was: "8000 requests" or "3 s" (timed runs).
+    pub fn run_length(&self) -> String {
+        match self.run_s {
+            Some(s) => format!("{s:.0} s"),
+            None => format!("{} requests", self.requests),
+        }
+    }
+
+    /// The load generator's stop flag for a run, as a user would type it.
+    pub fn stop_flag(&self) -> String {
+        match self.run_s {
+            Some(s) => format!("-z {s:.0}s"),
+            None => format!("-n {}", self.requests),
+        }
+    }
 }
 
 /// The conditions of the run.

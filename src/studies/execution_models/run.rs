@@ -97,6 +97,21 @@ impl std::fmt::Display for BenchDb {
     }
 }
 
+impl BenchPlan {
+    /// How long each run is: "8000 requests" or "3 s".
+    pub fn run_length(&self) -> String {
+        match self.duration {
+            Some(d) => format!("{} s", d.as_secs_f64()),
+            None => format!("{} requests", self.requests),
+        }
+    }
+
+    /// A run's share of the progress bar: its requests, or its milliseconds when timed.
+    fn units_per_run(&self) -> u64 {
+        self.duration.map_or(self.requests, |d| d.as_millis() as u64)
+    }
+}
+
 /// A whole bench run, validated.
 #[derive(Debug, Clone)]
 pub struct BenchPlan {
@@ -104,8 +119,10 @@ pub struct BenchPlan {
     pub apis: Vec<Endpoint>,
     /// Concurrent connections (`-c`).
     pub connections: usize,
-    /// Requests per run (`-n`).
+    /// Requests per run (`-n`), unless timed.
     pub requests: u64,
+    /// `--duration`: each run lasts this long instead.
+    pub duration: Option<Duration>,
     /// Runs per API.
     pub runs: u32,
     /// Database.
@@ -237,8 +254,9 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     if let Some(rtt) = plan.db_rtt {
         database.link = Some(open_link(plan, &database, rtt)?);
     }
-    let mut ceilings = measure_ceilings(plan, &database, "before the matrix", interrupt);
-    let total = plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.requests;
+    let (mut ceilings, best_levels) = measure_ceilings(plan, &database, "before the matrix", None, interrupt);
+    let total =
+        plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.units_per_run();
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")
@@ -273,13 +291,20 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                 if let Err(e) = server.pause(false) {
                     say(plan, &bar, format!("{who}: {e}"));
                 }
-                let outcome =
-                    run_once(plan, &measured, run_id, server, &bar, runs_done * plan.requests, interrupt);
+                let outcome = run_once(
+                    plan,
+                    &measured,
+                    run_id,
+                    server,
+                    &bar,
+                    runs_done * plan.units_per_run(),
+                    interrupt,
+                );
                 if let Err(e) = server.pause(true) {
                     say(plan, &bar, format!("{who}: {e}"));
                 }
                 runs_done += 1;
-                bar.set_position(runs_done * plan.requests);
+                bar.set_position(runs_done * plan.units_per_run());
                 match outcome {
                     Ok((run, scrape_info)) => {
                         if !plan.progress {
@@ -322,7 +347,9 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
     let rank = |name: &str| plan.targets.iter().position(|t| t.name() == name).unwrap_or(usize::MAX);
     tests.sort_by_key(|t| (rank(&t.target), t.test_id));
     if !interrupted {
-        add_after(&mut ceilings, measure_ceilings(plan, &database, "again after the matrix", interrupt));
+        let (after, _) =
+            measure_ceilings(plan, &database, "again after the matrix", Some(&best_levels), interrupt);
+        add_after(&mut ceilings, after);
     }
     let ceiling_rps = ceilings.iter().filter_map(super::results::ClientCeiling::reads_per_s).reduce(f64::max);
     let database_described = describe_db(plan, &database);
@@ -352,7 +379,8 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                 .map(|e| format!("{} {}", e.test_id().unwrap_or(TestId(0)), e.path()))
                 .collect(),
             connections: plan.connections,
-            requests: plan.requests,
+            requests: if plan.duration.is_some() { 0 } else { plan.requests },
+            run_s: plan.duration.map(|d| d.as_secs_f64()),
             runs: plan.runs,
             keep_alive: true,
             db: database.url.to_string(),
@@ -599,13 +627,17 @@ fn closed_loop(
 
 /// The database's ceiling with every client that can measure it (a managed
 /// database only), `when`.
+/// The database's ceiling with each client of its engine, at each of
+/// [`ceiling_levels`] (or, given `only`, at the level each client did best
+/// at before: after the matrix), the better kept; with the level it was.
 fn measure_ceilings(
     plan: &BenchPlan,
     database: &Database,
     when: &str,
+    only: Option<&[(CeilingClient, usize)]>,
     interrupt: &AtomicBool,
-) -> Vec<ClientCeiling> {
-    let Some(db) = database.managed.as_ref() else { return Vec::new() };
+) -> (Vec<ClientCeiling>, Vec<(CeilingClient, usize)>) {
+    let Some(db) = database.managed.as_ref() else { return (Vec::new(), Vec::new()) };
     let clients = CeilingClient::of(db.engine());
     let pin = plan.placement.pinned.then(|| placement::list(&plan.placement.server_cpus));
     let url = database.served_url().full_url();
@@ -618,10 +650,15 @@ fn measure_ceilings(
         cpu_counts: (plan.db_cpus.len(), plan.placement.server_cpus.len()),
         quick: plan.quick,
     };
-    let levels = ceiling_levels(run.concurrency);
-    let mut out = Vec::new();
+    let all_levels = ceiling_levels(run.concurrency);
+    let (mut out, mut best_levels) = (Vec::new(), Vec::new());
     for client in clients {
+        let levels = match only.and_then(|o| o.iter().find(|(c, _)| *c == client)) {
+            Some(&(_, level)) => vec![level],
+            None => all_levels.clone(),
+        };
         let mut best: Option<super::ceiling::Ceiling> = None;
+        let mut best_level = None;
         let (mut tried, mut failures) = (Vec::new(), Vec::new());
         for &concurrency in &levels {
             if interrupt.load(Relaxed) {
@@ -642,6 +679,7 @@ fn measure_ceilings(
                     tried.push(format!("{concurrency} → {:.0} reads/s", c.reads_per_s));
                     if best.as_ref().is_none_or(|b| c.reads_per_s > b.reads_per_s) {
                         best = Some(c);
+                        best_level = Some(concurrency);
                     }
                 }
                 Err(why) => {
@@ -665,8 +703,9 @@ fn measure_ceilings(
         }
         let failure = (best.is_none() && !failures.is_empty()).then(|| failures.join("; "));
         out.push(ClientCeiling { client, before: best, after: None, failure });
+        best_levels.extend(best_level.map(|level| (client, level)));
     }
-    out
+    (out, best_levels)
 }
 
 /// Fewer reads in flight than the largest pool, tried beside it: on one CPU
@@ -1019,7 +1058,10 @@ fn run_once(
     let gc_before = if cell.scraped { None } else { jvm::gc(server.pid()) };
     let mut heap_peak = gc_before.and_then(|_| jvm::heap_used(server.pid()));
 
-    let stop = ["-n".to_string(), plan.requests.to_string()];
+    let stop = match plan.duration {
+        Some(d) => ["-z".to_string(), format!("{}ms", d.as_millis())],
+        None => ["-n".to_string(), plan.requests.to_string()],
+    };
     let mut load =
         load_command(plan, &format!("http://{addr}{}", api.path()), &json_path, plan.connections, &stop);
     let text = std::fs::File::create(plan.out.join(format!("raw/{name}.txt")))
@@ -1027,6 +1069,7 @@ fn run_once(
     load.stdout(text).stderr(Stdio::piped());
     let mut child =
         load.spawn().map_err(|e| RunError::Failed(format!("cannot start the load generator: {e}")))?;
+    let started = Instant::now();
 
     let mut during = Vec::new();
     let mut failures = 0;
@@ -1079,7 +1122,11 @@ fn run_once(
                     last_count = count;
                     last_progress = Instant::now();
                 }
-                bar.set_position(done_before + (count.max(0.0) as u64).min(plan.requests));
+                let done = match plan.duration {
+                    Some(_) => started.elapsed().as_millis() as u64,
+                    None => count.max(0.0) as u64,
+                };
+                bar.set_position(done_before + done.min(plan.units_per_run()));
                 during.push(s);
             }
             Err(_) => failures += 1,

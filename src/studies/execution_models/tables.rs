@@ -789,9 +789,9 @@ pub fn conditions(results: &BenchResults) -> Vec<(String, String)> {
         (
             "load".to_string(),
             format!(
-                "blocklab load -k -c {} -n {} per run, closed loop (as ab -k), {} run{} per API, fresh server per API",
+                "blocklab load -k -c {} {} per run, closed loop (as ab -k), {} run{} per API, fresh server per API",
                 p.connections,
-                p.requests,
+                p.stop_flag(),
                 p.runs,
                 if p.runs == 1 { "" } else { "s" }
             ),
@@ -816,9 +816,9 @@ pub fn first_look(results: &BenchResults) -> String {
         format!(", a database warmed for {:.0} s{}", w.seconds, if w.settled { "" } else { " (still cold)" })
     });
     format!(
-        "A first look (--quick): {} requests a run, {} run{}{warm}: too short for its figures to mean anything, and \
+        "A first look (--quick): {} a run, {} run{}{warm}: too short for its figures to mean anything, and \
          no ratio between targets below is a finding. Run without --quick for figures.",
-        p.requests,
+        p.run_length(),
         p.runs,
         if p.runs == 1 { "" } else { "s" }
     )
