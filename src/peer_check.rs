@@ -360,13 +360,6 @@ fn read_manifest(dir: &Path, args: &CheckArgs, verdicts: &mut Verdicts) -> Optio
         );
         fine = false;
     }
-    if !studies.reads.is_empty() && !peer.serves("/getDataAsync") {
-        verdicts.fail(
-            &format!("peer.toml: endpoints '{}' has study 1's but not /getDataAsync", peer.endpoints),
-            "bench takes as study-1 targets the peers that serve /getDataAsync (the non-blocking read): serve it",
-        );
-        fine = false;
-    }
     if !studies.reads.is_empty() {
         let engine = args
             .db

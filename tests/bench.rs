@@ -161,6 +161,8 @@ fn bad_bench_flags_exit_2_before_anything_starts() {
         (vec!["bench", "-n", "10", "-c", "20"], "smaller than -c"),
         (vec!["bench", "-n", "10", "-z", "3s"], "cannot be used with"),
         (vec!["bench", "-z", "0s"], "--duration"),
+        (vec!["bench", "--peer-pool", "4"], "--peer-pool sets the pool of a PostgreSQL peer"),
+        (vec!["bench", "--db", "neo4j", "--target", "play", "--peer-pool", "4"], "give --db postgres"),
         (vec!["bench", "--runs", "0"], "--runs"),
         (vec!["bench", "--db-latency", "soon"], "--db-latency"),
         (vec!["bench", "--out", "/proc/blocklab-cannot-write-here"], "cannot write into"),

@@ -158,19 +158,30 @@ impl Targets {
         self.peers.servers_of(path).cloned().map(Target::Peer)
     }
 
+    /// The server peers that serve any of `paths`, each once.
+    fn peers_serving_any(&self, paths: &[&str]) -> Vec<Target> {
+        let mut found: Vec<Target> = Vec::new();
+        for target in paths.iter().flat_map(|path| self.peers_serving(path)) {
+            if !found.contains(&target) {
+                found.push(target);
+            }
+        }
+        found
+    }
+
     /// The target called `name`: one of `own` (the blocklab targets the study
-    /// runs), or a server peer that serves `path`. The error ("unknown
-    /// `flag` 'NAME'") names them all.
-    pub fn named(&self, name: &str, own: &[Target], path: &str, flag: &str) -> Result<Target, String> {
+    /// runs), or a server peer that serves any of `paths`. The error
+    /// ("unknown `flag` 'NAME'") names them all.
+    pub fn named(&self, name: &str, own: &[Target], paths: &[&str], flag: &str) -> Result<Target, String> {
         let name = name.trim();
         if let Some(target) = own.iter().find(|t| t.name() == name) {
             return Ok(target.clone());
         }
-        if let Some(target) = self.peers_serving(path).find(|t| t.name() == name) {
-            return Ok(target);
+        let peers = self.peers_serving_any(paths);
+        if let Some(target) = peers.iter().find(|t| t.name() == name) {
+            return Ok(target.clone());
         }
-        let known: Vec<String> =
-            own.iter().cloned().chain(self.peers_serving(path)).map(|t| t.name()).collect();
+        let known: Vec<String> = own.iter().cloned().chain(peers).map(|t| t.name()).collect();
         Err(format!("unknown {flag} '{name}' ({})", known.join(", ")))
     }
 
@@ -245,14 +256,14 @@ mod tests {
     fn a_study_finds_its_targets_by_name() {
         let targets = targets();
         let own: Vec<Target> = Model::ALL.into_iter().map(Target::model).collect();
-        assert_eq!(targets.named("lean", &own, "/delay", "target").unwrap(), Target::model(Model::Lean));
-        let spring = targets.named("spring-web", &own, "/delay", "target").unwrap();
+        assert_eq!(targets.named("lean", &own, &["/delay"], "target").unwrap(), Target::model(Model::Lean));
+        let spring = targets.named("spring-web", &own, &["/delay"], "target").unwrap();
         assert!(spring.is_jvm() && spring.serves("/delay"));
-        assert!(targets.named("go-nethttp", &own, "/delay", "target").unwrap().is_go());
+        assert!(targets.named("go-nethttp", &own, &["/delay"], "target").unwrap().is_go());
         // Play serves study 1's endpoints, not /delay.
-        let err = targets.named("play", &own, "/delay", "target").unwrap_err();
+        let err = targets.named("play", &own, &["/delay"], "target").unwrap_err();
         assert!(err.starts_with("unknown target 'play' (reactive, lean, pool, thread, "), "{err}");
-        let play = targets.named("play", &[Target::Blocklab(None)], "/getDataAsync", "target").unwrap();
+        let play = targets.named("play", &[Target::Blocklab(None)], &["/getDataAsync"], "target").unwrap();
         assert!(play.serves("/getDataAkka") && !play.serves("/getDataSpawnBlocking"));
         assert!(targets.database("neo4j").is_some() && targets.database("play").is_none());
         assert!(targets.link("toxiproxy").is_some() && targets.link("neo4j").is_none());
@@ -266,7 +277,7 @@ mod tests {
             command_line(&lean.unwrap().pinned(Some("0")).command()),
             "taskset -c 0 /bin/blocklab serve --listen 127.0.0.1:0 --model lean --nodes 100"
         );
-        let play = targets.named("play", &[], "/test", "target").unwrap();
+        let play = targets.named("play", &[], &["/test"], "target").unwrap();
         let command = targets.spec(&play, &[]).unwrap().command();
         assert!(command.get_program().to_string_lossy().ends_with("scripts/peers"));
         assert!(command_line(&command).ends_with("scripts/peers run play --listen 127.0.0.1:0"));

@@ -25,7 +25,8 @@ use anyhow::Context;
 
 use crate::command::writable_dir;
 use crate::failure::Failure;
-use crate::harness::peers::Peers;
+use crate::harness::database::Engine;
+use crate::harness::peers::{PeerKind, Peers};
 use crate::harness::render::IndexSection;
 use args::StudiesArgs;
 pub use study::{Study, StudyRun};
@@ -108,10 +109,38 @@ fn build_peers() -> Vec<String> {
             return vec![line];
         }
     };
-    eprintln!("studies: building the peers ({} build)", peers.script.display());
+    // The peers the two studies run: study 2's servers (/delay), study 1's on Neo4j, and every
+    // database, link and client; not a server the main job never starts (PostgreSQL's peers,
+    // for `blocklab bench --db postgres`).
+    let mut skipped = Vec::new();
+    let mut used: Vec<&str> = Vec::new();
+    for peer in peers
+        .list
+        .iter()
+        .filter(|p| p.kind != PeerKind::Server || p.serves("/delay") || p.reads(Engine::Neo4j.name()))
+    {
+        // Named, the script would refuse the lot for one it cannot build: skipped here, as it says.
+        match peers.why_not_buildable(&peer.name) {
+            Some(reason) => {
+                eprintln!("peer {}: skipped: {reason}", peer.name);
+                skipped.push(format!("{} skipped: {reason}", peer.name));
+            }
+            None => used.push(&peer.name),
+        }
+    }
+    eprintln!(
+        "studies: building the peers the studies run ({} build {})",
+        peers.script.display(),
+        used.join(" ")
+    );
+    if used.is_empty() {
+        return skipped;
+    }
     let started = Instant::now();
-    let child = std::process::Command::new(&peers.script)
+    let child = peers
+        .pass_outside_folders(&mut std::process::Command::new(&peers.script))
         .arg("build")
+        .args(&used)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -124,7 +153,6 @@ fn build_peers() -> Vec<String> {
             return vec![line];
         }
     };
-    let mut skipped = Vec::new();
     if let Some(stderr) = child.stderr.take() {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("{line}");

@@ -95,7 +95,7 @@ pub struct BenchArgs {
     /// The longest `--db neo4j|postgres` is warmed under load before the matrix: it is warmed in 15 s
     /// windows until the last three cost it the same CPU per read within 5 % of their mean (Neo4j's
     /// JIT: its CPU per read falls ~3x over the first minutes on a fresh machine; PostgreSQL's within
-    /// seconds) [default: 5m, or 5s with --quick].
+    /// seconds) [default: 4m, or 5s with --quick].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub db_warm: Option<Duration>,
 
@@ -170,7 +170,7 @@ pub struct BenchArgs {
     /// The longest each fresh server is warmed on a Test ID before its measured runs, not counted:
     /// the same closed loop (-c connections) for every target, Rust included, in windows of 3 s
     /// until two in a row are no more than 10 % above the best before them (a JIT's compilation,
-    /// a pool's connections) [default: 30s; none with --quick or --cold].
+    /// a pool's connections) [default: 60s; none with --quick or --cold].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub warm: Option<Duration>,
 
@@ -185,6 +185,12 @@ pub struct BenchArgs {
     /// ranges do not overlap [default: 2, or 1 with --quick].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10), value_name = "N")]
     pub db_stall_rounds: Option<u32>,
+
+    /// The pool size of every PostgreSQL peer (`--pool N` to each; its peer.toml's db_pool is its
+    /// default): every target at the pool Little's law asks for, beside --db-pool and
+    /// --db-async-connections for blocklab's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = "N")]
+    pub peer_pool: Option<u32>,
 
     /// A small matrix (one run of 600 requests per API; a cold JVM on a peer): a first look.
     #[arg(long)]
@@ -296,6 +302,18 @@ impl BenchArgs {
                     .to_string(),
             );
         }
+        if self.peer_pool.is_some() {
+            let on_postgres = self.db.is_postgres();
+            let pg_peer =
+                targets.iter().any(|t| matches!(t, Target::Peer(p) if p.reads(Engine::Postgres.name())));
+            if !on_postgres || !pg_peer {
+                return Err(
+                    "--peer-pool sets the pool of a PostgreSQL peer (db = \"postgres\" in its peer.toml): \
+                     give --db postgres and --target with one (spring-jdbc, python-pg, go-pgx, ...)"
+                        .to_string(),
+                );
+            }
+        }
         let db_warm = match self.db {
             BenchDb::Managed(_) => {
                 self.db_warm.unwrap_or(if self.quick { Duration::from_secs(5) } else { DB_WARM_MAX })
@@ -346,6 +364,7 @@ impl BenchArgs {
             cold: self.cold || (self.quick && self.warm.is_none()),
             target_warm: self.warm.unwrap_or(TARGET_WARM),
             db_stall_rounds: self.db_stall_rounds.unwrap_or(if self.quick { 1 } else { 2 }),
+            peer_pool: self.peer_pool.map(|n| n as usize),
             out,
             exe,
             progress: false,
@@ -408,12 +427,13 @@ pub fn check_peers_read(targets: &[Target], db: &BenchDb) -> Result<(), String> 
 }
 
 /// Parses `--target`: a comma list of `blocklab` (each endpoint under its own
-/// model) and server peers that serve `/getDataAsync` (study 1's database endpoints).
+/// model) and server peers that serve any of study 1's database endpoints.
 pub fn parse_targets(list: &str, available: &Targets) -> Result<Vec<Target>, String> {
     let own = [Target::Blocklab(None)];
     let mut targets = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let target = available.named(name, &own, Endpoint::GetDataAsync.path(), "--target")?;
+        let reads = Endpoint::DATA.map(Endpoint::path);
+        let target = available.named(name, &own, &reads, "--target")?;
         if !targets.contains(&target) {
             targets.push(target);
         }

@@ -205,7 +205,8 @@ impl TargetWarm {
         }
         let (before, last) = rates.split_at(rates.len() - 2);
         let best = before.iter().copied().fold(0.0, f64::max);
-        last.iter().all(|r| *r <= best * (1.0 + rise))
+        // A server that has answered nothing yet is still starting, not warm.
+        best > 0.0 && last.iter().all(|r| *r <= best * (1.0 + rise))
     }
 
     /// In a few words, for the progress lines.
@@ -692,6 +693,12 @@ mod tests {
         // A drop after the best counts as not rising.
         assert!(TargetWarm::has_settled(&[566.0, 917.0, 712.0, 900.0], 0.10));
         assert!(!TargetWarm::has_settled(&[99524.0, 101221.0], 0.10), "two windows are not enough");
+        // Play on /getDataAkkaAsync2, 2026-12-07: its first window answered nothing in its second half.
+        assert!(
+            !TargetWarm::has_settled(&[0.0, 0.0, 0.0], 0.10),
+            "a server that answers nothing is not warm"
+        );
+        assert!(!TargetWarm::has_settled(&[0.0, 140.0, 366.0], 0.10));
     }
 
     fn test(id: u32, rps: &[f64]) -> TestRecord {

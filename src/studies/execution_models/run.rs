@@ -46,7 +46,7 @@ use crate::server::{Endpoint, Model};
 
 /// The longest a fresh server is warmed before its measured runs, unless
 /// told (`--warm`): see [`TARGET_WARM_WHY`].
-pub const TARGET_WARM: Duration = Duration::from_secs(30);
+pub const TARGET_WARM: Duration = Duration::from_secs(60);
 
 /// One window of a fresh server's warm-up.
 pub const TARGET_WARM_WINDOW: Duration = Duration::from_secs(3);
@@ -59,11 +59,15 @@ pub const TARGET_WARM_SETTLED: f64 = 0.10;
 pub const TARGET_WARM_WHY: &str = "closed-loop load on the Test ID's own endpoint for every target, not counted, in \
     windows of 3 s until two windows in a row are no more than 10 % above the best before them (at most --warm): \
     with 5 s alone Play's second run of 8,000 requests was 20-60 % faster than its first on most Test IDs (its \
-    JIT still compiling), 2026-12-07";
+    JIT still compiling); at most 30 s, Play's /getData still rose at the end (232 to 1784 req/s) and its second \
+    run was 35 % faster than its first (2026-12-07): at most 60 s";
 
 /// The longest a managed database is warmed before the matrix, unless
-/// told (`--db-warm`): measured from a fresh start.
-pub const DB_WARM_MAX: Duration = Duration::from_secs(300);
+/// told (`--db-warm`): measured from fresh starts, Neo4j settled after 211 s
+/// (2026-12-07, 531f972); at cf0aa30 its windows still moved ±15 % at 300 s,
+/// where five minutes more would not have settled them (the reading says how
+/// much they still fell).
+pub const DB_WARM_MAX: Duration = Duration::from_secs(240);
 
 /// How often the server is scraped while the load runs.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
@@ -82,6 +86,14 @@ pub enum BenchDb {
 }
 
 impl BenchDb {
+    /// Whether it is a PostgreSQL, managed or given.
+    pub fn is_postgres(&self) -> bool {
+        match self {
+            BenchDb::Managed(engine) => *engine == Engine::Postgres,
+            BenchDb::Url(url) => matches!(url, DbUrl::Postgres(_)),
+        }
+    }
+
     /// Parses `--db`.
     pub fn parse(s: &str) -> Result<BenchDb, String> {
         Engine::parse(s).map_or_else(|| s.parse().map(BenchDb::Url), |e| Ok(BenchDb::Managed(e)))
@@ -104,6 +116,20 @@ impl BenchPlan {
             Some(d) => format!("{} s", d.as_secs_f64()),
             None => format!("{} requests", self.requests),
         }
+    }
+
+    /// The most connections a peer's pool opens here: `--peer-pool` for a
+    /// PostgreSQL peer on PostgreSQL, else its manifest's `db_pool`.
+    pub fn peer_connections(&self, peer: &crate::harness::peers::Peer) -> Option<usize> {
+        match self.peer_pool {
+            Some(n) if self.on_postgres() && peer.reads(Engine::Postgres.name()) => Some(n),
+            _ => peer.db_connections().map(|n| n as usize),
+        }
+    }
+
+    /// Whether the database is a PostgreSQL (managed or given).
+    pub fn on_postgres(&self) -> bool {
+        self.db.is_postgres()
     }
 
     /// A run's share of the progress bar: its requests, or its milliseconds when timed.
@@ -172,6 +198,8 @@ pub struct BenchPlan {
     pub target_warm: Duration,
     /// `--db-stall-rounds`: how many times each endpoint of each target meets the stall.
     pub db_stall_rounds: u32,
+    /// `--peer-pool`: the pool of every PostgreSQL peer (`--pool N`).
+    pub peer_pool: Option<usize>,
     /// Output folder.
     pub out: PathBuf,
     /// The blocklab binary to run as the load generator.
@@ -407,7 +435,18 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             .targets
             .iter()
             .filter_map(|t| match t {
-                Target::Peer(peer) => peer.db_pool.clone().map(|pool| (peer.name.clone(), pool)),
+                Target::Peer(peer) => match (plan.peer_pool, peer.db_pool.as_ref()) {
+                    (Some(n), Some(_)) if plan.on_postgres() && peer.reads(Engine::Postgres.name()) => {
+                        Some((
+                            peer.name.clone(),
+                            format!(
+                                "{n} (--peer-pool; its default: {})",
+                                peer.db_pool.as_deref().unwrap_or("?")
+                            ),
+                        ))
+                    }
+                    (_, pool) => pool.map(|pool| (peer.name.clone(), pool.clone())),
+                },
                 _ => None,
             })
             .collect(),
@@ -590,7 +629,13 @@ fn warm_target(
         let window = closed_loop(plan, server, api, left.min(TARGET_WARM_WINDOW), &name);
         warm.seconds += window.seconds;
         warm.requests += window.requests;
-        let Some(rate) = window.rps.filter(|r| *r > 0.0) else { break };
+        if !window.answered {
+            // No report: the load generator could not run; the runs will say why.
+            break;
+        }
+        // A window with no answer in its second half is a server still starting (Play's
+        // first answers on /getDataAkkaAsync2 took over 3 s): 0, and the warm-up goes on.
+        let rate = window.rps.unwrap_or(0.0);
         warm.rps = Some(rate);
         warm.windows_rps.push(rate);
         warm.settled = TargetWarm::has_settled(&warm.windows_rps, TARGET_WARM_SETTLED);
@@ -607,7 +652,7 @@ fn closed_loop(
     api: Endpoint,
     length: Duration,
     name: &str,
-) -> TargetWarm {
+) -> Window {
     let url = format!("http://{}{}", server.addr(), api.path());
     let json = plan.out.join(format!("raw/{name}.json"));
     let stop = ["-z".to_string(), format!("{}ms", length.as_millis())];
@@ -616,13 +661,22 @@ fn closed_loop(
     let _ = load.status();
     let report: Option<LoadReport> =
         std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
-    TargetWarm {
+    Window {
         seconds: report.as_ref().map_or(length.as_secs_f64(), |r| r.duration_s),
         requests: report.as_ref().map_or(0, |r| r.completed),
+        answered: report.is_some(),
         rps: report.and_then(|r| super::stall::steady_rps(&r.timeline)),
-        windows_rps: Vec::new(),
-        settled: false,
     }
+}
+
+/// One closed loop of [`closed_loop`].
+struct Window {
+    seconds: f64,
+    requests: u64,
+    /// Whether the load generator wrote its report.
+    answered: bool,
+    /// Completed requests a second over its second half (none: no answer there).
+    rps: Option<f64>,
 }
 
 /// The database's ceiling with every client that can measure it (a managed
@@ -737,7 +791,7 @@ fn add_after(ceilings: &mut [ClientCeiling], after: Vec<ClientCeiling>) {
 /// number), so that no server has more reads in flight than its ceiling had.
 fn ceiling_concurrency(plan: &BenchPlan) -> usize {
     let peers = plan.targets.iter().filter_map(|t| match t {
-        Target::Peer(peer) => peer.db_pool.as_deref().and_then(|p| p.split_whitespace().next()?.parse().ok()),
+        Target::Peer(peer) => plan.peer_connections(peer),
         _ => None,
     });
     peers
@@ -756,7 +810,8 @@ fn most_connections(plan: &BenchPlan) -> usize {
         .targets
         .iter()
         .map(|t| match t {
-            Target::Peer(peer) => peer.db_connections().map_or(own, |n| n as usize),
+            // Twice a peer's pool: a peer may keep a pool per driver (python-pg's two).
+            Target::Peer(peer) => plan.peer_connections(peer).map_or(own, |n| 2 * n),
             _ => own,
         })
         .sum();
@@ -930,10 +985,16 @@ fn start_server(
     // the whole URL through its environment (BLOCKLAB_DB); a peer takes
     // `--db` without them, and them as NEO4J_USER and NEO4J_PASSWORD.
     let db = database.served_url();
-    let args = match target {
+    let mut args = match target {
         Target::Blocklab(_) => server_args(plan),
         _ => ["--db", &db.to_string(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec(),
     };
+    if let (Target::Peer(peer), Some(pool)) = (target, plan.peer_pool)
+        && plan.on_postgres()
+        && peer.reads(Engine::Postgres.name())
+    {
+        args.extend(["--pool".to_string(), pool.to_string()]);
+    }
     let spec =
         plan.available.spec(target, &args).ok_or("a running service has no command")?.pinned(pin.as_deref());
     let spec = match target {

@@ -635,17 +635,17 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 /// the recovery is measured against. Its second half also gives the
 /// endpoint's closed-loop rate through the link ([`steady_rps`]).
 pub fn warm(quick: bool) -> Duration {
-    Duration::from_secs(if quick { 2 } else { 10 })
+    Duration::from_secs(if quick { 2 } else { 6 })
 }
 
 /// Steady seconds before the stall (the first is left out as the load's ramp).
 pub fn before(quick: bool) -> Duration {
-    Duration::from_secs(if quick { 4 } else { 8 })
+    Duration::from_secs(if quick { 4 } else { 6 })
 }
 
-/// Seconds of load after the stall: room to recover (at least 12 s, or twice the stall).
+/// Seconds of load after the stall: room to recover (at least 10 s, or twice the stall).
 pub fn after(spec: &StallSpec, quick: bool) -> Duration {
-    let floor = Duration::from_secs(if quick { 6 } else { 12 });
+    let floor = Duration::from_secs(if quick { 6 } else { 10 });
     floor.max(spec.length * 2)
 }
 

@@ -139,7 +139,7 @@ impl SweepArgs {
             (Some(url), _) => vec![Target::url(url).map_err(|e| format!("--url {e}"))?],
             (None, Some(names)) => names
                 .iter()
-                .map(|n| available.named(n, &own_targets(), DELAY_PATH, "target"))
+                .map(|n| available.named(n, &own_targets(), &[DELAY_PATH], "target"))
                 .collect::<Result<Vec<_>, _>>()?,
             (None, None) => default_targets(&available, self.quick),
         };
