@@ -153,6 +153,32 @@ fn timed_runs_last_their_duration_whatever_the_rate() {
 }
 
 #[test]
+fn a_timed_run_that_answers_nothing_is_a_failure_not_a_row_of_zeros() {
+    let out = std::env::temp_dir().join(format!("blocklab-bench-silent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    // Every read of the embedded database takes 5 s: nothing is answered in a run of 1 s (on
+    // the non-blocking endpoint, so that /metrics still answers after the run).
+    let run = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_blocklab"))
+            .args(["bench", "--quick", "--apis", "3", "-c", "10", "-z", "1s", "--db-latency", "5s", "--out"])
+            .arg(&out),
+        std::time::Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no request was answered in its run of 1 s: 10 sent, 0 failed, 10 still open"),
+        "{stderr}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let test = &results["tests"][0];
+    assert_eq!(test["status"], "failed", "{test:#}");
+    assert!(test["runs"].as_array().unwrap().is_empty(), "no row of zeros: {test:#}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn bad_bench_flags_exit_2_before_anything_starts() {
     for (args, needle) in [
         (vec!["bench", "--apis", "getNothing"], "unknown API"),

@@ -1237,6 +1237,17 @@ fn run_once(
             }
             RunError::Failed(format!("the load generator wrote no result ({status}): {}", stderr.trim()))
         })?;
+    if report.completed == 0 {
+        // A timed run ends at its length whatever is in flight: a server that answered
+        // nothing in it would otherwise be a row of zeros with no error.
+        return Err(RunError::Failed(format!(
+            "no request was answered in its run of {}: {} sent, {} failed, {} still open at its end",
+            plan.run_length(),
+            report.sent,
+            report.error_total,
+            report.in_flight_at_deadline
+        )));
+    }
     let figures = match (&before, &after) {
         (Some(before), Some(after)) => {
             ServerFigures::between(api.path(), before, &during, after, failures, report.duration_s)
