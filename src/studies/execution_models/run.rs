@@ -118,18 +118,15 @@ impl BenchPlan {
         }
     }
 
-    /// The most connections a peer's pool opens here: `--peer-pool` for a
-    /// PostgreSQL peer on PostgreSQL, else its manifest's `db_pool`.
-    pub fn peer_connections(&self, peer: &crate::harness::peers::Peer) -> Option<usize> {
-        match self.peer_pool {
-            Some(n) if self.on_postgres() && peer.reads(Engine::Postgres.name()) => Some(n),
-            _ => peer.db_connections().map(|n| n as usize),
-        }
+    /// `--peer-pool` where it applies: to a PostgreSQL peer on PostgreSQL.
+    fn peer_pool_of(&self, peer: &crate::harness::peers::Peer) -> Option<usize> {
+        self.peer_pool.filter(|_| self.db.is_postgres() && peer.reads(Engine::Postgres.name()))
     }
 
-    /// Whether the database is a PostgreSQL (managed or given).
-    pub fn on_postgres(&self) -> bool {
-        self.db.is_postgres()
+    /// The most connections a peer's pool opens here: `--peer-pool`, else
+    /// its manifest's `db_pool`.
+    pub fn peer_connections(&self, peer: &crate::harness::peers::Peer) -> Option<usize> {
+        self.peer_pool_of(peer).or_else(|| peer.db_connections().map(|n| n as usize))
     }
 
     /// A run's share of the progress bar: its requests, or its milliseconds when timed.
@@ -435,16 +432,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             .targets
             .iter()
             .filter_map(|t| match t {
-                Target::Peer(peer) => match (plan.peer_pool, peer.db_pool.as_ref()) {
-                    (Some(n), Some(_)) if plan.on_postgres() && peer.reads(Engine::Postgres.name()) => {
-                        Some((
-                            peer.name.clone(),
-                            format!(
-                                "{n} (--peer-pool; its default: {})",
-                                peer.db_pool.as_deref().unwrap_or("?")
-                            ),
-                        ))
-                    }
+                Target::Peer(peer) => match (plan.peer_pool_of(peer), peer.db_pool.as_ref()) {
+                    (Some(n), Some(_)) => Some((
+                        peer.name.clone(),
+                        format!("{n} (--peer-pool; its default: {})", peer.db_pool.as_deref().unwrap_or("?")),
+                    )),
                     (_, pool) => pool.map(|pool| (peer.name.clone(), pool.clone())),
                 },
                 _ => None,
@@ -989,9 +981,8 @@ fn start_server(
         Target::Blocklab(_) => server_args(plan),
         _ => ["--db", &db.to_string(), "--nodes", &plan.nodes.to_string()].map(String::from).to_vec(),
     };
-    if let (Target::Peer(peer), Some(pool)) = (target, plan.peer_pool)
-        && plan.on_postgres()
-        && peer.reads(Engine::Postgres.name())
+    if let Target::Peer(peer) = target
+        && let Some(pool) = plan.peer_pool_of(peer)
     {
         args.extend(["--pool".to_string(), pool.to_string()]);
     }
