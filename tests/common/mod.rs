@@ -539,6 +539,36 @@ pub fn load_errors(result: &blocklab::load::RunResult, kind: blocklab::load::Err
     result.stats.errors[kind.index()]
 }
 
+/// Whether one read of `path`, sent while Neo4j is frozen (SIGSTOP), comes
+/// to hold the server's event loop: `/test` is sent every 250 ms for up to
+/// 10 s after the read, and one that gets no answer within 1 s means the
+/// loop is held. Probing until then, rather than once after a fixed sleep,
+/// does not depend on how soon a busy machine lets the server reach the
+/// read. Then Neo4j is thawed and the read must answer its node.
+pub async fn loop_held_by_a_frozen_read(addr: SocketAddr, neo4j: u32, path: &str) -> bool {
+    let frozen = Frozen::new(neo4j);
+    let url = format!("{path}?id=1");
+    let read = tokio::spawn(async move { get(addr, &url).await });
+    let mut held = false;
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let probe = tokio::spawn(async move { get(addr, "/test").await });
+        if tokio::time::timeout(Duration::from_secs(1), probe).await.is_err() {
+            held = true;
+            break;
+        }
+    }
+    drop(frozen);
+    let reply = tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .unwrap_or_else(|_| panic!("{path}: no answer 30 s after Neo4j was thawed"))
+        .unwrap();
+    assert_eq!(reply.status, 200, "{path}?id=1: {}", reply.body);
+    assert_eq!(reply.json()["id"], 1, "{path}?id=1: {}", reply.body);
+    held
+}
+
 /// Reads of `path` sent while Neo4j is frozen (SIGSTOP), and how long `/test`
 /// took to answer meanwhile (None: not within 2 s); then Neo4j is thawed and
 /// every read must answer its node.
