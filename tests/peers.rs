@@ -113,6 +113,7 @@ fn bash_and_the_harness_read_the_manifests_alike() {
             ("endpoints", Some(peer.endpoints.clone())),
             ("db_pool", peer.db_pool.clone()),
             ("db", Some(peer.db.clone())),
+            ("db_limits", peer.db_limits.clone()),
         ];
         for (key, value) in values {
             // bash sees an absent key as empty, as the harness's defaults are.

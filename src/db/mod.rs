@@ -19,6 +19,7 @@ mod falkor;
 mod neo4j;
 mod permits;
 mod pg_pool;
+mod pg_stats;
 mod postgres;
 
 use std::fmt;
@@ -39,6 +40,7 @@ pub use dataset::content_record;
 pub use embedded::{EmbeddedGraph, EmbeddedRead};
 pub use falkor::{FalkorGraph, FalkorTarget};
 pub use neo4j::{Neo4jGraph, Neo4jTarget};
+pub use pg_stats::{PgStats, STATS_APPLICATION, StatementTimes};
 pub use postgres::{CONTENT_SQL, PostgresGraph, PostgresTarget};
 
 /// Which database `--db` names. Its `Display` never shows credentials.

@@ -114,27 +114,34 @@ pub struct PostgresGraph {
     client_runtime: ClientRuntime,
 }
 
+/// The connection settings of `target`: host, port, database, and its
+/// credentials (the URL's, else `PGUSER`, else `postgres`, and `PGPASSWORD`).
+pub(super) fn base_config(target: &PostgresTarget, connect_timeout: Duration) -> Config {
+    let (user, password) = match target.credentials.clone() {
+        Some((user, password)) => (user, Some(password).filter(|p| !p.is_empty())),
+        None => (
+            std::env::var("PGUSER").unwrap_or_else(|_| "postgres".to_string()),
+            std::env::var("PGPASSWORD").ok(),
+        ),
+    };
+    let mut config = Config::new();
+    config
+        .host(target.host.trim_start_matches('[').trim_end_matches(']'))
+        .port(target.port)
+        .dbname(target.database.clone().unwrap_or_else(|| user.clone()))
+        .user(user)
+        .connect_timeout(connect_timeout);
+    if let Some(password) = password {
+        config.password(password);
+    }
+    config
+}
+
 impl PostgresGraph {
     /// A backend for `target`. Connections open on first use, so a server
     /// can start while its database is down.
     pub fn new(target: PostgresTarget, settings: DbSettings) -> Result<PostgresGraph, GraphError> {
-        let (user, password) = match target.credentials.clone() {
-            Some((user, password)) => (user, Some(password).filter(|p| !p.is_empty())),
-            None => (
-                std::env::var("PGUSER").unwrap_or_else(|_| "postgres".to_string()),
-                std::env::var("PGPASSWORD").ok(),
-            ),
-        };
-        let mut config = Config::new();
-        config
-            .host(target.host.trim_start_matches('[').trim_end_matches(']'))
-            .port(target.port)
-            .dbname(target.database.clone().unwrap_or_else(|| user.clone()))
-            .user(user)
-            .connect_timeout(settings.connect_timeout);
-        if let Some(password) = password {
-            config.password(password);
-        }
+        let config = base_config(&target, settings.connect_timeout);
         let named = |name: &str| {
             let mut config = config.clone();
             config.application_name(name);

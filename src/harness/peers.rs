@@ -77,6 +77,11 @@ pub struct Peer {
     /// The databases it reads (study-1 servers), space-separated: `neo4j`, `postgres`.
     #[serde(default)]
     pub db: String,
+    /// The endpoints whose reads something other than its pool caps
+    /// (study-1 servers): `PATH N what; PATH pool:N what`, `pool:N` being a
+    /// pool of N by default that `--pool` sets (`/getData 1 the one event loop`).
+    #[serde(default)]
+    pub db_limits: Option<String>,
     /// The folder it was read from (not a key of the manifest).
     #[serde(skip)]
     pub folder: PathBuf,
@@ -85,7 +90,7 @@ pub struct Peer {
 impl Peer {
     /// Every key a manifest may hold, the required ones first (as
     /// `scripts/peer-manifest --keys` prints them).
-    pub const KEYS: [&str; 12] = [
+    pub const KEYS: [&str; 13] = [
         "name",
         "kind",
         "runtime",
@@ -98,6 +103,7 @@ impl Peer {
         "endpoints",
         "db_pool",
         "db",
+        "db_limits",
     ];
 
     /// Reads the manifest `text` of the folder called `folder`, by the contract's rules.
@@ -122,6 +128,7 @@ impl Peer {
             ("endpoints", Some(&peer.endpoints)),
             ("db_pool", peer.db_pool.as_ref()),
             ("db", Some(&peer.db)),
+            ("db_limits", peer.db_limits.as_ref()),
         ];
         if let Some((key, _)) = values.iter().find(|(_, v)| v.is_some_and(|v| v.contains(['\n', '\t']))) {
             return Err(format!("key '{key}' must be a one-line string"));
@@ -146,6 +153,31 @@ impl Peer {
     /// The most connections its database client opens, when its manifest says (`db_pool`).
     pub fn db_connections(&self) -> Option<u64> {
         self.db_pool.as_deref()?.split_whitespace().next()?.parse().ok()
+    }
+
+    /// The most reads `path` holds in flight, what holds them, and whether
+    /// that is a connection pool: its manifest's `db_limits` entry (a
+    /// `pool:N` one is `pool` when given), else its pool (`pool`, else
+    /// `db_pool`'s number). None: neither says.
+    pub fn db_limit(&self, path: &str, pool: Option<usize>) -> Option<(usize, String, bool)> {
+        let listed = self.db_limits.as_deref().unwrap_or("").split(';').find_map(|entry| {
+            let mut words = entry.trim().splitn(3, ' ');
+            (words.next()? == path).then_some(())?;
+            let count = words.next()?;
+            let what = words.next().unwrap_or("").trim().to_string();
+            match count.strip_prefix("pool:") {
+                Some(default) => Some((pool.or(default.parse().ok())?, what, true)),
+                None => Some((count.parse().ok()?, what, false)),
+            }
+        });
+        listed.or_else(|| {
+            let n = pool.or(self.db_connections().map(|n| n as usize))?;
+            let what = match pool {
+                Some(_) => "its driver's pool (--pool)".to_string(),
+                None => format!("its driver's pool of {}", self.db_pool.as_deref().unwrap_or("?")),
+            };
+            Some((n, what, true))
+        })
     }
 
     /// Whether it reads the database called `name` (its manifest's `db`).

@@ -122,11 +122,14 @@ pub struct BenchArgs {
     pub db_latency: Duration,
 
     /// A network round trip between the servers and a networked database (neo4j, bolt://,
-    /// falkor://): Toxiproxy (peers/toxiproxy) stands between them, with a latency toxic of half
-    /// of it each way, in whole milliseconds; 0ms puts the proxy there without a delay. The
-    /// ceiling client goes through the same link. [default: none, the database is reached directly]
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub db_rtt: Option<Duration>,
+    /// falkor://, postgres): Toxiproxy (peers/toxiproxy) stands between them, with a latency toxic
+    /// of half of it each way, in whole milliseconds; 0ms puts the proxy there without a delay. The
+    /// ceiling client goes through the same link. A list (0,2,10ms: a number without a unit takes
+    /// the last one's) draws the round-trip curve: each target's server, warmed once per Test ID,
+    /// is measured at each round trip in turn, beside the rate Little's law allows it there.
+    /// [default: none, the database is reached directly]
+    #[arg(long, value_parser = parse_rtts, value_name = "DUR[,DUR...]")]
+    pub db_rtt: Option<RttList>,
 
     /// After the matrix, each target's database endpoints meet a database that stalls, under an
     /// open-loop load on -c connections: +DELAY:LENGTH makes every answer DELAY slower for LENGTH
@@ -230,7 +233,8 @@ impl BenchArgs {
                     .to_string(),
             );
         }
-        if let Some(rtt) = self.db_rtt {
+        let db_rtts = self.db_rtt.clone().map(|l| l.0).unwrap_or_default();
+        for &rtt in &db_rtts {
             if embedded {
                 return Err(
                     "--db-rtt puts a round trip on the link to a networked database (neo4j, bolt://, \
@@ -345,7 +349,8 @@ impl BenchArgs {
             available,
             db_client: self.db_client.to_args(),
             db_settings: self.db_client.settings(),
-            db_rtt: self.db_rtt,
+            db_rtt: db_rtts.first().copied(),
+            db_rtts,
             db_stall: self.db_stall,
             db_stall_rate: self.db_stall_rate,
             db_stall_apis,
@@ -371,6 +376,41 @@ impl BenchArgs {
             placement,
         })
     }
+}
+
+/// The round trips of `--db-rtt`, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RttList(pub Vec<Duration>);
+
+/// Parses `--db-rtt`: `1ms`, or a list `0,2,10ms` whose bare numbers take
+/// the unit of the next item that has one (or of the last).
+fn parse_rtts(s: &str) -> Result<RttList, String> {
+    let items: Vec<&str> = s.split(',').map(str::trim).collect();
+    if items.iter().any(|i| i.is_empty()) {
+        return Err(format!("'{s}' has an empty item; give round trips such as 0,2,10ms"));
+    }
+    let mut rtts = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let bare = item.chars().all(|c| c.is_ascii_digit() || c == '.');
+        let text = if bare {
+            let unit = items[i..]
+                .iter()
+                .find_map(|later| {
+                    let at = later.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+                    Some(&later[at..])
+                })
+                .ok_or_else(|| format!("'{s}' gives no unit; write 0,2,10ms"))?;
+            format!("{item}{unit}")
+        } else {
+            item.to_string()
+        };
+        let rtt = parse_duration(&text)?;
+        if rtts.contains(&rtt) {
+            return Err(format!("'{s}' gives {text} twice"));
+        }
+        rtts.push(rtt);
+    }
+    Ok(RttList(rtts))
 }
 
 /// Every form `bench --db` takes, as its error lists them: a database the
@@ -448,6 +488,16 @@ pub fn parse_targets(list: &str, available: &Targets) -> Result<Vec<Target>, Str
 mod target_tests {
     use super::*;
     use crate::harness::target::BLOCKLAB;
+
+    #[test]
+    fn a_list_of_round_trips_takes_the_unit_that_follows_each_bare_number() {
+        let ms = |list: &[u64]| RttList(list.iter().map(|&m| Duration::from_millis(m)).collect());
+        assert_eq!(parse_rtts("1ms"), Ok(ms(&[1])));
+        assert_eq!(parse_rtts("0,2,10ms"), Ok(ms(&[0, 2, 10])));
+        assert_eq!(parse_rtts("0, 1ms, 5, 20ms"), Ok(ms(&[0, 1, 5, 20])));
+        assert_eq!(parse_rtts("20ms,0"), Err("'20ms,0' gives no unit; write 0,2,10ms".to_string()));
+        assert!(parse_rtts("1,1ms").is_err_and(|e| e.contains("twice")));
+    }
 
     #[test]
     fn a_wrong_db_is_answered_with_every_form() {

@@ -86,6 +86,19 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
         body += &table(&f);
         body += "</div>";
     }
+    // A curve's question first: the rate as the database moves away.
+    let (curve_charts, charts): (Vec<&Chart>, Vec<&Chart>) =
+        charts.iter().partition(|c| c.file.starts_with("curve-"));
+    if let Some(t) = super::curve::table(results) {
+        body += &format!("<h2>The round-trip curve</h2><p>{}</p>", escape(&super::curve::how(results)));
+        body += "<ul class=\"reading\">";
+        for s in super::curve::sentences(results) {
+            body += &format!("<li>{}</li>", escape(&s));
+        }
+        body += "</ul>";
+        body += &charts_html(curve_charts);
+        body += &table(&t);
+    }
     // The answer first: the servers side by side and their chart, then why.
     body += &format!(
         "<h2>Side by side: each server here and the seed's published run</h2><p>Database: {}. Placement: {}.</p>",
@@ -95,7 +108,8 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     for section in tables::side_by_side(results) {
         body += &section.html();
     }
-    let (first, rest): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| c.file == "side_by_side.svg");
+    let (first, rest): (Vec<&Chart>, Vec<&Chart>) =
+        charts.into_iter().partition(|c| c.file == "side_by_side.svg");
     body += &charts_html(first);
     let (stall_charts, rest): (Vec<&Chart>, Vec<&Chart>) =
         rest.into_iter().partition(|c| c.file.starts_with("stall-"));

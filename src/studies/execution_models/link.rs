@@ -103,20 +103,22 @@ impl Link {
         let proxy = toxiproxy.proxy("database", &upstream_of(&db.full_url())?)?;
         proxy.set_rtt(rtt)?;
         let url: DbUrl = proxy.url_for(&db.full_url())?.parse()?;
-        let (direct, _) =
-            timed_reads(db, nodes, settings).map_err(|e| format!("probing {db} directly: {e}"))?;
-        let (linked, fastest) =
-            timed_reads(&url, nodes, settings).map_err(|e| format!("probing {db} through the link: {e}"))?;
-        let record = LinkRecord {
-            proxy: toxiproxy.describe(),
-            version: toxiproxy.version().to_string(),
-            rtt_ms: rtt.as_secs_f64() * 1000.0,
-            probe_reads: PROBE_READS,
-            direct_read_ms: direct.as_secs_f64() * 1000.0,
-            linked_read_ms: linked.as_secs_f64() * 1000.0,
-            linked_read_min_ms: fastest.as_secs_f64() * 1000.0,
-        };
+        let record = probe(&toxiproxy, db, &url, rtt, nodes, settings)?;
         Ok(Link { toxiproxy, proxy, url, record })
+    }
+
+    /// Puts another round trip on the link (the curve's next one) and
+    /// measures it again: `record` becomes the new one's.
+    pub fn change_rtt(
+        &mut self,
+        db: &DbUrl,
+        rtt: Duration,
+        nodes: u64,
+        settings: DbSettings,
+    ) -> Result<&LinkRecord, String> {
+        self.proxy.set_rtt(rtt)?;
+        self.record = probe(&self.toxiproxy, db, &self.url, rtt, nodes, settings)?;
+        Ok(&self.record)
     }
 
     /// The database's URL through the link: what the servers and the ceiling client get.
@@ -144,6 +146,30 @@ impl Drop for Link {
     fn drop(&mut self) {
         self.toxiproxy.stop();
     }
+}
+
+/// What the link at `rtt` adds to one read: reads timed straight to `db`
+/// and then through `url`, the link's end.
+fn probe(
+    toxiproxy: &Toxiproxy,
+    db: &DbUrl,
+    url: &DbUrl,
+    rtt: Duration,
+    nodes: u64,
+    settings: DbSettings,
+) -> Result<LinkRecord, String> {
+    let (direct, _) = timed_reads(db, nodes, settings).map_err(|e| format!("probing {db} directly: {e}"))?;
+    let (linked, fastest) =
+        timed_reads(url, nodes, settings).map_err(|e| format!("probing {db} through the link: {e}"))?;
+    Ok(LinkRecord {
+        proxy: toxiproxy.describe(),
+        version: toxiproxy.version().to_string(),
+        rtt_ms: rtt.as_secs_f64() * 1000.0,
+        probe_reads: PROBE_READS,
+        direct_read_ms: direct.as_secs_f64() * 1000.0,
+        linked_read_ms: linked.as_secs_f64() * 1000.0,
+        linked_read_min_ms: fastest.as_secs_f64() * 1000.0,
+    })
 }
 
 /// The median and the fastest time of one read of `db`, sequential reads

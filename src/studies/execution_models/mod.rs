@@ -13,6 +13,7 @@
 pub mod args;
 pub mod ceiling;
 pub mod charts;
+pub mod curve;
 pub mod faults;
 pub mod html;
 pub mod link;

@@ -59,8 +59,12 @@ pub fn blocklab_limit(p: &Parameters, endpoint: Endpoint) -> Option<Limit> {
     Some(Limit { reads: reads as f64, what })
 }
 
-/// A peer's limit: its driver's pool, as its manifest gives it (`db_pool`).
+/// A peer's limit: its manifest's `db_limits` for the endpoint, else its
+/// driver's pool, as its manifest gives it (`db_pool`).
 pub fn peer_limit(results: &BenchResults, target: &str, endpoint: Endpoint) -> Option<Limit> {
+    if let Some(limit) = results.conditions.db_limits.get(target).and_then(|l| l.get(endpoint.path())) {
+        return Some(Limit { reads: limit.reads as f64, what: limit.what.clone() });
+    }
     let pool = results.conditions.db_pools.get(target)?;
     let reads: f64 = pool.split_whitespace().next()?.parse().ok()?;
     let blocks = if endpoint == Endpoint::GetData { "; each read also blocks a request thread" } else { "" };

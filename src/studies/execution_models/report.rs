@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::results::BenchResults;
-use super::{charts, html, reading, tables};
+use super::{charts, curve, html, reading, tables};
 
 /// Writes every output into `dir`; returns the files written.
 pub fn write_all(results: &BenchResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir.join("charts"))?;
     let reading = reading::sentences(results);
-    let charts = charts::all(results);
+    let mut charts = charts::all(results);
+    charts.extend(curve::charts(results));
     let mut written = Vec::new();
     let mut write = |name: &str, text: &str| -> anyhow::Result<()> {
         let path = dir.join(name);
@@ -43,6 +44,18 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
     }
     if results.interrupted {
         out += "**Interrupted: partial results.**\n\n";
+    }
+    if let Some(t) = curve::table(results) {
+        out += &format!("## The round-trip curve\n\n{}\n\n", curve::how(results));
+        for s in curve::sentences(results) {
+            out += &format!("- {s}\n");
+        }
+        out += "\n";
+        out += &t.markdown();
+        for chart in curve::charts(results) {
+            out += &format!("\n![{}](charts/{})\n", chart.title, chart.file);
+        }
+        out += "\n";
     }
     out += "## Results (the seed's columns; times in ms)\n\n";
     out += &tables::seed_columns(results).markdown();

@@ -104,6 +104,15 @@ pub struct RunRecord {
     /// apart from the server's own CPU per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_cpu_per_request_us: Option<f64>,
+    /// On PostgreSQL: the most connections the server held open during the
+    /// run, counted in `pg_stat_activity` by its `application_name` every 250 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_connections_max: Option<u64>,
+    /// On PostgreSQL: the mean time one read took inside the database during
+    /// the run (ms), from `pg_stat_statements`: the query's own time, without
+    /// the round trip.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_query_ms: Option<f64>,
     /// The server's own figures.
     pub server: ServerFigures,
     /// A JVM peer's heap and garbage collection during the run (`null` for
@@ -416,6 +425,10 @@ pub struct Conditions {
     /// a number of connections first), by target name.
     #[serde(default)]
     pub db_pools: BTreeMap<String, String>,
+    /// Each peer's limit on the reads in flight, by target and path: its
+    /// manifest's `db_limits`, else its pool (`--peer-pool` or `db_pool`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub db_limits: BTreeMap<String, BTreeMap<String, DbLimit>>,
     /// The link between the servers and the database (`--db-rtt`; null: reached directly).
     #[serde(default)]
     pub link: Option<super::link::LinkRecord>,
@@ -623,6 +636,33 @@ pub struct BenchResults {
     /// Each target's database endpoints through the link's faults of `--db-faults` (empty: none asked for).
     #[serde(default)]
     pub faults: Vec<super::faults::FaultRecord>,
+    /// With several round trips (`--db-rtt 0,2,10ms`): the matrix at each,
+    /// in order; `tests` is the first of them (empty: one round trip).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<CurveStep>,
+}
+
+/// The most reads a peer's endpoint holds in flight, and what holds them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DbLimit {
+    /// How many.
+    pub reads: usize,
+    /// What holds them, in words.
+    pub what: String,
+    /// Whether they are a connection pool's (one `--peer-pool` sets).
+    #[serde(default)]
+    pub pool: bool,
+}
+
+/// The matrix at one round trip of the curve.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CurveStep {
+    /// The round trip asked for (ms).
+    pub rtt_ms: f64,
+    /// The link as probed when it was set to this round trip (first Test ID).
+    pub link: super::link::LinkRecord,
+    /// Every target's record of every Test ID at this round trip.
+    pub tests: Vec<TestRecord>,
 }
 
 pub use crate::harness::target::BLOCKLAB;
@@ -734,6 +774,8 @@ mod tests {
                     db_cpu_s: None,
                     db_cpu_per_request_us: None,
                     link_cpu_per_request_us: None,
+                    db_connections_max: None,
+                    db_query_ms: None,
                     server: ServerFigures::default(),
                     jvm: None,
                     load_json: String::new(),

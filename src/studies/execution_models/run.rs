@@ -15,6 +15,7 @@
 //! reason and its stderr tail); the others still run. An interrupt stops the
 //! children and the partial results are still written.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,14 +25,14 @@ use std::time::{Duration, Instant, SystemTime};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::ceiling::{CeilingClient, CeilingRun};
-use super::link::Link;
+use super::link::{Link, LinkRecord};
 use super::results::{
-    BenchResults, ClientCeiling, Conditions, JvmFigures, Parameters, Protocol, RunRecord, RunStatus,
-    TargetWarm, TestId, TestRecord, WarmUp,
+    BenchResults, ClientCeiling, Conditions, CurveStep, DbLimit, JvmFigures, Parameters, Protocol, RunRecord,
+    RunStatus, TargetWarm, TestId, TestRecord, WarmUp, reads_per_request,
 };
 use super::stall::{StallKind, StallRecord, StallSecond, StallSpec};
 use super::test_id::{HasTestId, MEASURED};
-use crate::db::{DbUrl, EmbeddedRead};
+use crate::db::{DbUrl, EmbeddedRead, PgStats};
 use crate::harness::conditions;
 use crate::harness::database::{Engine, ManagedDatabase};
 use crate::harness::jvm;
@@ -167,6 +168,8 @@ pub struct BenchPlan {
     /// `--db-rtt`: a round trip put on the link to a networked database
     /// (Toxiproxy between it and every server), or `None`: reached directly.
     pub db_rtt: Option<Duration>,
+    /// Every round trip of `--db-rtt` (more than one: the curve; the first is `db_rtt`).
+    pub db_rtts: Vec<Duration>,
     /// `--db-stall`: the stall each target's database endpoints meet after the matrix.
     pub db_stall: Option<StallSpec>,
     /// `--db-stall-rate`: the open-loop rate of the stall runs (None: from the ceiling and the matrix).
@@ -287,7 +290,12 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut tests = Vec::with_capacity(plan.apis.len() * plan.targets.len());
+    // One step per round trip of the curve (one step without it).
+    let steps = plan.db_rtts.len().max(1);
+    let mut step_tests: Vec<Vec<TestRecord>> = vec![Vec::new(); steps];
+    let mut step_links: Vec<Option<LinkRecord>> = vec![None; steps];
+    step_links[0] = database.link.as_ref().map(|l| l.record.clone());
+    let stats = pg_stats(plan, &database, &bar);
     let mut interrupted = interrupt.load(Relaxed);
     let mut info = Vec::new();
     let mut runs_done = 0u64;
@@ -296,61 +304,97 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
             interrupted = true;
             break;
         }
+        if steps > 1
+            && let Err(e) = set_curve_rtt(plan, &mut database, 0)
+        {
+            say(plan, &bar, format!("the curve stopped: {e}"));
+            break;
+        }
         let mut cells = start_cells(plan, &database, *api, &bar, interrupt);
-        for run_id in 1..=plan.runs {
-            for cell in round_order(&mut cells, run_id) {
-                let Some(server) = cell.server.as_mut() else { continue };
+        for (step, step_link) in step_links.iter_mut().enumerate() {
+            if step > 0 {
                 if interrupted || interrupt.load(Relaxed) {
                     interrupted = true;
                     break;
                 }
-                let who = format!("{} Test ID {} {}", cell.record.target, cell.record.test_id, api.path());
-                bar.set_message(format!("{who} run {run_id}/{}", plan.runs));
-                let measured = Measured {
-                    api: *api,
-                    target: &cell.record.target,
-                    scraped: matches!(cell.target, Target::Blocklab(_)),
-                    db: database.managed.as_ref(),
-                    link: database.link.as_ref(),
-                };
-                if let Err(e) = server.pause(false) {
-                    say(plan, &bar, format!("{who}: {e}"));
-                }
-                let outcome = run_once(
-                    plan,
-                    &measured,
-                    run_id,
-                    server,
-                    &bar,
-                    runs_done * plan.units_per_run(),
-                    interrupt,
-                );
-                if let Err(e) = server.pause(true) {
-                    say(plan, &bar, format!("{who}: {e}"));
-                }
-                runs_done += 1;
-                bar.set_position(runs_done * plan.units_per_run());
-                match outcome {
-                    Ok((run, scrape_info)) => {
-                        if !plan.progress {
-                            say(plan, &bar, format!("{who} run {run_id}/{}: {}", plan.runs, run.summary()));
-                        }
-                        if info.is_empty() {
-                            info = scrape_info;
-                        }
-                        cell.record.runs.push(run);
+                match set_curve_rtt(plan, &mut database, step) {
+                    Ok(record) => {
+                        step_link.get_or_insert(record);
                     }
-                    Err(RunError::Interrupted) => {
-                        cell.record.status = RunStatus::Interrupted;
+                    Err(e) => {
+                        say(plan, &bar, format!("the curve stopped: {e}"));
+                        break;
+                    }
+                }
+                for cell in &mut cells {
+                    cell.done.push(cell.record.clone());
+                    cell.record.runs.clear();
+                    cell.record.warm = None;
+                }
+                settle_cells(plan, &mut cells, *api, step, &bar, interrupt);
+            }
+            for run_id in 1..=plan.runs {
+                for cell in round_order(&mut cells, run_id) {
+                    let Some(server) = cell.server.as_mut() else { continue };
+                    if interrupted || interrupt.load(Relaxed) {
                         interrupted = true;
+                        break;
                     }
-                    Err(RunError::Failed(reason)) => {
-                        cell.record.status = RunStatus::Failed;
-                        cell.record.failure = Some(format!("run {run_id}: {reason}"));
-                        say(plan, &bar, format!("{who} run {run_id} failed: {reason}"));
-                        // A failed server is measured no more.
-                        if let Some(mut server) = cell.server.take() {
-                            server.stop(Duration::from_secs(15));
+                    let who =
+                        format!("{} Test ID {} {}", cell.record.target, cell.record.test_id, api.path());
+                    bar.set_message(format!("{who} run {run_id}/{}", plan.runs));
+                    let measured = Measured {
+                        api: *api,
+                        target: &cell.record.target,
+                        scraped: matches!(cell.target, Target::Blocklab(_)),
+                        db: database.managed.as_ref(),
+                        link: database.link.as_ref(),
+                        stats: stats.as_ref(),
+                        step,
+                    };
+                    if let Err(e) = server.pause(false) {
+                        say(plan, &bar, format!("{who}: {e}"));
+                    }
+                    let outcome = run_once(
+                        plan,
+                        &measured,
+                        run_id,
+                        server,
+                        &bar,
+                        runs_done * plan.units_per_run(),
+                        interrupt,
+                    );
+                    if let Err(e) = server.pause(true) {
+                        say(plan, &bar, format!("{who}: {e}"));
+                    }
+                    runs_done += 1;
+                    bar.set_position(runs_done * plan.units_per_run());
+                    match outcome {
+                        Ok((run, scrape_info)) => {
+                            if !plan.progress {
+                                say(
+                                    plan,
+                                    &bar,
+                                    format!("{who} run {run_id}/{}: {}", plan.runs, run.summary()),
+                                );
+                            }
+                            if info.is_empty() {
+                                info = scrape_info;
+                            }
+                            cell.record.runs.push(run);
+                        }
+                        Err(RunError::Interrupted) => {
+                            cell.record.status = RunStatus::Interrupted;
+                            interrupted = true;
+                        }
+                        Err(RunError::Failed(reason)) => {
+                            cell.record.status = RunStatus::Failed;
+                            cell.record.failure = Some(format!("run {run_id}: {reason}"));
+                            say(plan, &bar, format!("{who} run {run_id} failed: {reason}"));
+                            // A failed server is measured no more.
+                            if let Some(mut server) = cell.server.take() {
+                                server.stop(Duration::from_secs(15));
+                            }
                         }
                     }
                 }
@@ -364,13 +408,40 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                     cell.record.status = RunStatus::Interrupted;
                 }
             }
-            tests.push(cell.record);
+            cell.done.push(cell.record);
+            for (step, record) in cell.done.into_iter().enumerate() {
+                step_tests[step].push(record);
+            }
         }
+    }
+    if steps > 1
+        && let Err(e) = set_curve_rtt(plan, &mut database, 0)
+    {
+        say(plan, &bar, format!("the link stays at its last round trip: {e}"));
     }
     bar.finish_and_clear();
     // In target order, then Test ID, as every table reads them.
     let rank = |name: &str| plan.targets.iter().position(|t| t.name() == name).unwrap_or(usize::MAX);
-    tests.sort_by_key(|t| (rank(&t.target), t.test_id));
+    for tests in &mut step_tests {
+        tests.sort_by_key(|t| (rank(&t.target), t.test_id));
+    }
+    let curve: Vec<CurveStep> = if steps > 1 {
+        step_tests
+            .iter()
+            .zip(&step_links)
+            .zip(&plan.db_rtts)
+            .filter_map(|((tests, link), rtt)| {
+                Some(CurveStep {
+                    rtt_ms: rtt.as_secs_f64() * 1000.0,
+                    link: link.clone()?,
+                    tests: tests.clone(),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let tests = step_tests.swap_remove(0);
     if !interrupted {
         let (after, _) =
             measure_ceilings(plan, &database, "again after the matrix", Some(&best_levels), interrupt);
@@ -442,6 +513,25 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                 _ => None,
             })
             .collect(),
+        db_limits: plan
+            .targets
+            .iter()
+            .filter_map(|t| match t {
+                Target::Peer(peer) if peer.db_pool.is_some() => {
+                    let limits: BTreeMap<String, DbLimit> = plan
+                        .apis
+                        .iter()
+                        .filter(|api| peer.serves(api.path()) && reads_per_request(**api) > 0.0)
+                        .filter_map(|api| {
+                            let (reads, what, pool) = peer.db_limit(api.path(), plan.peer_pool_of(peer))?;
+                            Some((api.path().to_string(), DbLimit { reads, what, pool }))
+                        })
+                        .collect();
+                    Some((peer.name.clone(), limits))
+                }
+                _ => None,
+            })
+            .collect(),
         link: matrix_link,
         stall_link,
         ceiling_clients: plan
@@ -476,6 +566,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         normalized,
         stalls,
         faults,
+        curve,
     })
 }
 
@@ -485,6 +576,8 @@ struct MatrixCell<'a> {
     target: &'a Target,
     record: TestRecord,
     server: Option<ServerProcess>,
+    /// Its records at the curve's earlier round trips.
+    done: Vec<TestRecord>,
 }
 
 /// Every target's fresh server for `api`, each warmed alike (unless
@@ -516,12 +609,12 @@ fn start_cells<'a>(
             record.status = RunStatus::NotServed;
             record.failure = Some(format!("not served by {}", target.name()));
             say(plan, bar, format!("{who}: not served by {}", target.name()));
-            cells.push(MatrixCell { target, record, server: None });
+            cells.push(MatrixCell { target, record, server: None, done: Vec::new() });
             continue;
         }
         if interrupt.load(Relaxed) {
             record.status = RunStatus::Interrupted;
-            cells.push(MatrixCell { target, record, server: None });
+            cells.push(MatrixCell { target, record, server: None, done: Vec::new() });
             continue;
         }
         bar.set_message(format!("{who}: starting{}", if plan.cold { "" } else { " and warming" }));
@@ -531,7 +624,7 @@ fn start_cells<'a>(
                 record.status = RunStatus::Failed;
                 record.failure = Some(format!("server failed to start: {reason}"));
                 say(plan, bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
-                cells.push(MatrixCell { target, record, server: None });
+                cells.push(MatrixCell { target, record, server: None, done: Vec::new() });
                 continue;
             }
         };
@@ -546,14 +639,14 @@ fn start_cells<'a>(
                 record.status = RunStatus::Failed;
                 record.failure = Some(format!("the server died during its warm-up: {reason}"));
                 say(plan, bar, format!("{who}: {}", record.failure.as_deref().unwrap_or("")));
-                cells.push(MatrixCell { target, record, server: None });
+                cells.push(MatrixCell { target, record, server: None, done: Vec::new() });
                 continue;
             }
         }
         if let Err(e) = server.pause(true) {
             say(plan, bar, format!("{who}: {e}"));
         }
-        cells.push(MatrixCell { target, record, server: Some(server) });
+        cells.push(MatrixCell { target, record, server: Some(server), done: Vec::new() });
     }
     cells
 }
@@ -567,6 +660,75 @@ fn round_order<'c, 'a>(cells: &'c mut [MatrixCell<'a>], run_id: u32) -> Vec<&'c 
         order.reverse();
     }
     order
+}
+
+/// How long each server meets its endpoint's load, not counted, after the
+/// link moves to the curve's next round trip: its pool opens the connections
+/// the new round trip asks for before it is measured.
+pub const CURVE_SETTLE: Duration = Duration::from_secs(2);
+
+/// PostgreSQL's statistics for the runs (connections by server, the reads'
+/// own time), when the database is PostgreSQL and they can be read.
+fn pg_stats(plan: &BenchPlan, database: &Database, bar: &ProgressBar) -> Option<PgStats> {
+    if Engine::of(&database.url) != Some(Engine::Postgres) {
+        return None;
+    }
+    match PgStats::connect(&database.url) {
+        Ok(stats) => {
+            if !stats.has_statements() {
+                say(
+                    plan,
+                    bar,
+                    "pg_stat_statements is not created in this database: no read's own time is given                      (CREATE EXTENSION pg_stat_statements, with it in shared_preload_libraries)"
+                        .to_string(),
+                );
+            }
+            Some(stats)
+        }
+        Err(e) => {
+            say(plan, bar, format!("PostgreSQL's statistics cannot be read: {e}"));
+            None
+        }
+    }
+}
+
+/// Sets the link to the curve's round trip number `step` and measures it again.
+fn set_curve_rtt(plan: &BenchPlan, database: &mut Database, step: usize) -> Result<LinkRecord, String> {
+    let rtt = plan.db_rtts[step];
+    let link = database.link.as_mut().ok_or("no link is open")?;
+    if link.record.rtt_ms == rtt.as_secs_f64() * 1000.0 {
+        return Ok(link.record.clone());
+    }
+    link.change_rtt(&database.url, rtt, plan.nodes, plan.db_settings).cloned()
+}
+
+/// Each server's load at the curve's new round trip, not counted
+/// ([`CURVE_SETTLE`]), each resumed for it and paused after.
+fn settle_cells(
+    plan: &BenchPlan,
+    cells: &mut [MatrixCell],
+    api: Endpoint,
+    step: usize,
+    bar: &ProgressBar,
+    interrupt: &AtomicBool,
+) {
+    let rtt_ms = plan.db_rtts[step].as_millis();
+    for cell in cells.iter_mut() {
+        let Some(server) = cell.server.as_mut() else { continue };
+        if interrupt.load(Relaxed) {
+            return;
+        }
+        let who = format!("{} Test ID {} {}", cell.record.target, cell.record.test_id, api.path());
+        bar.set_message(format!("{who}: settling at RTT {rtt_ms} ms"));
+        if let Err(e) = server.pause(false) {
+            say(plan, bar, format!("{who}: {e}"));
+        }
+        let name = format!("settle-{}-test{}-rtt{rtt_ms}ms", cell.record.target, cell.record.test_id);
+        closed_loop(plan, server, api, CURVE_SETTLE, &name);
+        if let Err(e) = server.pause(true) {
+            say(plan, bar, format!("{who}: {e}"));
+        }
+    }
 }
 
 /// The matrix's protocol, as the outputs name it.
@@ -1075,6 +1237,22 @@ struct Measured<'a> {
     scraped: bool,
     db: Option<&'a ManagedDatabase>,
     link: Option<&'a Link>,
+    /// PostgreSQL's statistics, when it is the database.
+    stats: Option<&'a PgStats>,
+    /// The curve's round trip number (0 without a curve).
+    step: usize,
+}
+
+impl Measured<'_> {
+    /// The `application_name`s the target's connections carry: blocklab's
+    /// two clients, or a peer's own name.
+    fn application_names(&self) -> Vec<String> {
+        if self.target == super::results::BLOCKLAB {
+            vec!["blocklab-async".to_string(), "blocklab-blocking".to_string()]
+        } else {
+            vec![self.target.to_string()]
+        }
+    }
 }
 
 /// One load of one API on a running server.
@@ -1090,11 +1268,18 @@ fn run_once(
     let api = cell.api;
     let test_id = api.test_id().unwrap_or(TestId(0));
     let addr = server.addr();
-    let name = if cell.target == super::results::BLOCKLAB {
+    let mut name = if cell.target == super::results::BLOCKLAB {
         format!("test{test_id}-run{run_id}")
     } else {
         format!("{}-test{test_id}-run{run_id}", cell.target)
     };
+    if plan.db_rtts.len() > 1 {
+        name.push_str(&format!("-rtt{}ms", plan.db_rtts[cell.step].as_millis()));
+    }
+    let names = cell.application_names();
+    let connections_now = || cell.stats.and_then(|s| s.connections(&names).ok());
+    let mut connections_max = connections_now();
+    let statements = cell.stats.filter(|s| s.reset_statements().is_ok());
     let json_rel = format!("raw/{name}.json");
     let json_path = plan.out.join(&json_rel);
     let scrape = |what: &str| {
@@ -1158,6 +1343,7 @@ fn run_once(
         }
         last_scrape = Instant::now();
         threads_max = threads_max.max(crate::proc::threads(server_pid));
+        connections_max = connections_max.max(connections_now());
         if heap_peak.is_some() {
             heap_peak = heap_peak.max(jvm::heap_used(server.pid()));
         }
@@ -1200,6 +1386,7 @@ fn run_once(
         None => None,
     };
     let cpu = server.cpu_time().unwrap_or_default().saturating_sub(cpu_before);
+    let query_ms = statements.and_then(|s| s.content_reads().ok()).and_then(|t| t.mean_ms());
     let db_cpu = match (db_cpu_before, cell.db.and_then(ManagedDatabase::cpu_time)) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -1270,6 +1457,8 @@ fn run_once(
         db_cpu_s: db_cpu.map(|d| d.as_secs_f64()),
         db_cpu_per_request_us: db_cpu.map(per_request),
         link_cpu_per_request_us: link_cpu.map(per_request),
+        db_connections_max: connections_max,
+        db_query_ms: query_ms,
         server: figures,
         jvm,
         load_json: json_rel,
