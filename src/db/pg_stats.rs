@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use tokio_postgres::{Client, NoTls};
 
-use super::DbUrl;
-use super::postgres::base_config;
+use super::postgres::{PostgresTarget, base_config};
 
 /// How long a connect or a query of the monitor may take.
 const LIMIT: Duration = Duration::from_secs(5);
@@ -47,10 +46,9 @@ pub struct PgStats {
 }
 
 impl PgStats {
-    /// Connects to the database `db` names (a PostgreSQL URL). The error says why.
-    pub fn connect(db: &DbUrl) -> Result<PgStats, String> {
-        let DbUrl::Postgres(target) = db else { return Err(format!("{db} is not PostgreSQL")) };
-        let mut config = base_config(target, LIMIT);
+    /// Connects to the PostgreSQL server at `db`. The error says why.
+    pub fn connect(db: &PostgresTarget) -> Result<PgStats, String> {
+        let mut config = base_config(db, LIMIT);
         config.application_name(STATS_APPLICATION);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -670,10 +670,8 @@ pub const CURVE_SETTLE: Duration = Duration::from_secs(2);
 /// PostgreSQL's statistics for the runs (connections by server, the reads'
 /// own time), when the database is PostgreSQL and they can be read.
 fn pg_stats(plan: &BenchPlan, database: &Database, bar: &ProgressBar) -> Option<PgStats> {
-    if Engine::of(&database.url) != Some(Engine::Postgres) {
-        return None;
-    }
-    match PgStats::connect(&database.url) {
+    let DbUrl::Postgres(target) = &database.url else { return None };
+    match PgStats::connect(target) {
         Ok(stats) => {
             if !stats.has_statements() {
                 say(
