@@ -17,10 +17,7 @@ use std::time::Duration;
 
 use blocklab::studies::execution_models::curve::{self, ABOVE_BOUND};
 use blocklab::studies::execution_models::results::{BenchResults, TestId};
-use common::{blocklab, output_within, postgres_url};
-
-/// The rows of the shared cluster (the other PostgreSQL tests seed it to the same).
-const NODES: &str = "1000";
+use common::{POSTGRES_NODES, blocklab, output_within, seeded_postgres_url};
 
 /// The distinct `stroke` colours an SVG draws with, black and white aside.
 fn colours(svg: &str) -> BTreeSet<String> {
@@ -32,7 +29,7 @@ fn colours(svg: &str) -> BTreeSet<String> {
 
 #[test]
 fn a_curve_of_two_round_trips_keeps_every_rate_under_its_bound_and_draws_each_target_apart() {
-    let Some(url) = postgres_url() else { return };
+    let Some(url) = seeded_postgres_url() else { return };
     let toxiproxy = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/peers"))
         .args(["check", "toxiproxy"])
         .output()
@@ -41,15 +38,13 @@ fn a_curve_of_two_round_trips_keeps_every_rate_under_its_bound_and_draws_each_ta
         common::skip("the toxiproxy peer is not built (scripts/peers build toxiproxy)");
         return;
     }
-    let seed =
-        output_within(blocklab().args(["seed", "--db", &url, "--nodes", NODES]), Duration::from_secs(120));
-    assert!(seed.status.success(), "seed: {}", String::from_utf8_lossy(&seed.stderr));
     let out = std::env::temp_dir().join(format!("blocklab-curve-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let run = output_within(
         blocklab()
             .args(["bench", "--db", &url, "--db-rtt", "0,5ms", "--target", "blocklab,python-pg"])
-            .args(["--apis", "2,3", "-c", "20", "-z", "2s", "--runs", "1", "--warm", "3s", "--nodes", NODES])
+            .args(["--apis", "2,3", "-c", "20", "-z", "2s", "--runs", "1", "--warm", "3s", "--nodes"])
+            .arg(POSTGRES_NODES.to_string())
             .arg("--out")
             .arg(&out),
         Duration::from_secs(400),

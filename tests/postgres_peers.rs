@@ -12,16 +12,15 @@ mod common;
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use common::{blocklab, output_within, postgres_url};
+use common::{POSTGRES_NODES, blocklab, output_within, seeded_postgres_url};
 
 /// The peers whose manifest says `db = "postgres"`, each tested below.
 const PEERS: [&str; 6] = ["spring-jdbc", "spring-jdbc-vt", "spring-r2dbc", "python-pg", "go-pgx", "node-pg"];
 
-/// The rows of the shared cluster (tests/postgres.rs seeds it to the same).
-const NODES: u64 = 1000;
+/// The rows of the shared cluster.
+const NODES: u64 = POSTGRES_NODES;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -90,20 +89,6 @@ fn passes_the_check(peer: &str) {
     assert!(stdout.contains("ok    SIGTERM"), "{peer}:\n{stdout}");
 }
 
-/// The shared cluster, seeded once for every test of this binary.
-fn shared_cluster() -> Option<String> {
-    static SEED: Once = Once::new();
-    let url = postgres_url()?;
-    SEED.call_once(|| {
-        let out = output_within(
-            blocklab().args(["seed", "--db", &url, "--nodes", &NODES.to_string()]),
-            Duration::from_secs(120),
-        );
-        assert!(out.status.success(), "seed: {}", String::from_utf8_lossy(&out.stderr));
-    });
-    Some(url)
-}
-
 /// The most connections `application_name` = `peer` held at once while
 /// `during` ran, sampled every 20 ms.
 fn most_connections(url: &str, peer: &str, during: impl FnOnce() + Send) -> i64 {
@@ -140,7 +125,7 @@ fn most_connections(url: &str, peer: &str, during: impl FnOnce() + Send) -> i64 
 /// endpoint it lists (python-pg keeps a pool per driver) serves 40
 /// concurrent requests with no more than 2 connections, and with at least one.
 fn keeps_to_its_pool(peer: &str) {
-    let Some(url) = shared_cluster() else { return };
+    let Some(url) = seeded_postgres_url() else { return };
     let db = url.split_once("://").map(|(_, rest)| format!("postgres://{rest}")).unwrap();
     let mut seen = Vec::new();
     for endpoint in reads(peer) {

@@ -32,7 +32,7 @@ use args::StudiesArgs;
 pub use study::{Study, StudyRun};
 
 /// Every study, in the order the main job runs them.
-pub const STUDIES: [Study; 2] = [execution_models::STUDY, robustness::STUDY];
+pub const STUDIES: [Study; 3] = [execution_models::STUDY, execution_models::CURVE, robustness::STUDY];
 
 /// `blocklab studies`: the peers built, every study run, then an index page
 /// that leads to every report. A study that fails does not stop the next;
@@ -41,7 +41,7 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
     let out = args.out();
     // Every study's plan is checked before anything starts.
     for study in &STUDIES {
-        (study.check)(&out.join(study.command), args.quick).map_err(Failure::Usage)?;
+        (study.check)(&out.join(study.folder), args.quick).map_err(Failure::Usage)?;
     }
     writable_dir(&out)?;
     let names: Vec<String> = STUDIES.iter().map(|s| format!("{} ({})", s.title, s.command)).collect();
@@ -70,10 +70,10 @@ pub fn studies(args: &StudiesArgs) -> Result<(), Failure> {
                 versions: BTreeMap::new(),
             }
         } else {
-            (study.run)(&out.join(study.command), args.quick)
+            (study.run)(&out.join(study.folder), args.quick)
         };
         sections.push(IndexSection {
-            folder: study.command.to_string(),
+            folder: study.folder.to_string(),
             title: study.title.to_string(),
             about: study.summary.to_string(),
             answer: run.answer,
@@ -109,16 +109,16 @@ fn build_peers() -> Vec<String> {
             return vec![line];
         }
     };
-    // The peers the two studies run: study 2's servers (/delay), study 1's on Neo4j, and every
-    // database, link and client; not a server the main job never starts (PostgreSQL's peers,
-    // for `blocklab bench --db postgres`).
+    // The peers the studies run: study 2's servers (/delay), study 1's on Neo4j and on
+    // PostgreSQL (the curve), and every database, link and client.
     let mut skipped = Vec::new();
     let mut used: Vec<&str> = Vec::new();
-    for peer in peers
-        .list
-        .iter()
-        .filter(|p| p.kind != PeerKind::Server || p.serves("/delay") || p.reads(Engine::Neo4j.name()))
-    {
+    for peer in peers.list.iter().filter(|p| {
+        p.kind != PeerKind::Server
+            || p.serves("/delay")
+            || p.reads(Engine::Neo4j.name())
+            || p.reads(Engine::Postgres.name())
+    }) {
         // Named, the script would refuse the lot for one it cannot build: skipped here, as it says.
         match peers.why_not_buildable(&peer.name) {
             Some(reason) => {

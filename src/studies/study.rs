@@ -9,8 +9,10 @@ use crate::failure::Failure;
 
 /// One study, as the main job sees it.
 pub struct Study {
-    /// Its subcommand, and its folder under the main job's output.
+    /// Its subcommand.
     pub command: &'static str,
+    /// Its folder under the main job's output.
+    pub folder: &'static str,
     /// Its title on the index page.
     pub title: &'static str,
     /// What it measures, in a sentence.
@@ -23,6 +25,11 @@ pub struct Study {
 }
 
 impl StudyRun {
+    /// A study this machine cannot run, and why: not a failure.
+    pub fn skipped(why: String) -> StudyRun {
+        StudyRun { outcome: Ok(()), skipped: vec![why], ..StudyRun::failed(Failure::Interrupted) }
+    }
+
     /// A study that could not start.
     pub fn failed(failure: Failure) -> StudyRun {
         StudyRun {

@@ -429,6 +429,24 @@ pub fn postgres_url() -> Option<String> {
     database_from_env("POSTGRES_URL", "PostgreSQL", "scripts/postgres")
 }
 
+/// The rows the PostgreSQL tests seed the shared cluster with (one count for all).
+pub const POSTGRES_NODES: u64 = 1000;
+
+/// The shared cluster ([`postgres_url`]), seeded with [`POSTGRES_NODES`]
+/// rows by `blocklab seed` once per test binary.
+pub fn seeded_postgres_url() -> Option<String> {
+    static SEED: std::sync::Once = std::sync::Once::new();
+    let url = postgres_url()?;
+    SEED.call_once(|| {
+        let out = output_within(
+            blocklab().args(["seed", "--db", &url, "--nodes", &POSTGRES_NODES.to_string()]),
+            Duration::from_secs(120),
+        );
+        assert!(out.status.success(), "seed: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    Some(url)
+}
+
 /// The URL in `var`, or None (skip) outside CI; with `CI=true` a missing one
 /// is a failure: `scripts/test` starts `name` with `script` and sets it.
 fn database_from_env(var: &str, name: &str, script: &str) -> Option<String> {

@@ -384,7 +384,7 @@ pub struct RttList(pub Vec<Duration>);
 
 /// Parses `--db-rtt`: `1ms`, or a list `0,2,10ms` whose bare numbers take
 /// the unit of the next item that has one (or of the last).
-fn parse_rtts(s: &str) -> Result<RttList, String> {
+pub fn parse_rtts(s: &str) -> Result<RttList, String> {
     let items: Vec<&str> = s.split(',').map(str::trim).collect();
     if items.iter().any(|i| i.is_empty()) {
         return Err(format!("'{s}' has an empty item; give round trips such as 0,2,10ms"));

@@ -330,6 +330,76 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
     out
 }
 
+/// The curve's answer in two sentences, for the main job's index page:
+/// where each server's blocking endpoint fell below half of its
+/// non-blocking one, and what set the rates at the farthest round trip.
+pub fn answer(results: &BenchResults) -> Vec<String> {
+    let points = points(results);
+    let rtts: Vec<f64> = results.curve.iter().map(|s| s.rtt_ms).collect();
+    let Some(&last) = rtts.last() else { return Vec::new() };
+    let rate = |target: &str, id: TestId, rtt: f64| {
+        points
+            .iter()
+            .find(|p| p.test.target == target && p.test.test_id == id && p.rtt_ms == rtt)
+            .map(|p| p.best.rps)
+    };
+    let mut out = Vec::new();
+    let mut halves = Vec::new();
+    for target in results.target_names() {
+        let pairs: Vec<(f64, f64, f64)> = rtts
+            .iter()
+            .filter_map(|&r| Some((r, rate(target, TestId(2), r)?, rate(target, TestId(3), r)?)))
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        halves.push(match pairs.iter().find(|(_, b, t)| *b < 0.5 * t) {
+            Some((r, b, t)) => format!("{target} at {} ms ({:.2}×)", ms_whole(*r), b / t),
+            None => {
+                let (r, b, t) = pairs[pairs.len() - 1];
+                format!("{target} not up to {} ms ({:.2}× there)", ms_whole(r), b / t)
+            }
+        });
+    }
+    if !halves.is_empty() {
+        out.push(format!(
+            "/getData (blocking) fell below half of /getDataAsync (non-blocking) in the same server: {}.",
+            halves.join("; ")
+        ));
+    }
+    let farthest: Vec<&Point> = points.iter().filter(|p| p.rtt_ms == last && p.bound.is_some()).collect();
+    if !farthest.is_empty() {
+        let set_by = |kind: BoundKind| {
+            farthest
+                .iter()
+                .filter(|p| {
+                    p.bound.as_ref().is_some_and(|b| b.kind == kind && p.best.rps >= AT_BOUND * b.rps)
+                })
+                .count()
+        };
+        let above = farthest.iter().filter(|p| p.above_bound()).count();
+        let counts = [BoundKind::Pool, BoundKind::Holders, BoundKind::Client, BoundKind::Cpu].map(set_by);
+        out.push(format!(
+            "At {} ms, of {} endpoints a pool set the rate of {}, threads or an event loop holding one read \
+             each of {}, the load's connections of {}, the CPU of {}, none of these (under 80 % of every bound) \
+             of {}; {} above the bound Little's law gives.",
+            ms_whole(last),
+            farthest.len(),
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3],
+            farthest.len() - counts.iter().sum::<usize>(),
+            match above {
+                0 => "none lay".to_string(),
+                1 => "1 lay".to_string(),
+                n => format!("{n} lay"),
+            }
+        ));
+    }
+    out
+}
+
 fn path_of(id: TestId) -> &'static str {
     endpoint_of(id).map_or("?", Endpoint::path)
 }

@@ -43,6 +43,7 @@ use results::BenchResults;
 /// The study as the main job (`blocklab studies`) lists it.
 pub const STUDY: Study = Study {
     command: "bench",
+    folder: "bench",
     title: "Study 1: the seed's endpoints, one execution model each",
     summary: "Play + Neo4j + Akka translated to Rust: requests per second and latency of each endpoint, and \
               what the server's threads did.",
@@ -108,6 +109,95 @@ pub const STUDY: Study = Study {
         StudyRun { outcome: results.map(|_| ()), answer, chart, ran, skipped, versions }
     },
 };
+
+/// Study 1 on PostgreSQL as the main job runs it: the round-trip curve.
+pub const CURVE: Study = Study {
+    command: "bench",
+    folder: "curve",
+    title: "Study 1 on PostgreSQL: blocking against non-blocking as the database moves away",
+    summary: "blocklab and each ecosystem's own PostgreSQL stack (Spring JDBC, on virtual threads, R2DBC, \
+              psycopg and asyncpg, pgx, node-postgres) at round trips of 0, 2 and 10 ms: rate and p99 beside the \
+              bound Little's law gives each, and what set it.",
+    check: |out, quick| curve_args(out, quick, &[])?.plan().map(|_| ()),
+    run: |out, quick| {
+        let mut skipped = Vec::new();
+        if let Err(why) = built(LINK) {
+            return StudyRun::skipped(format!(
+                "the curve did not run: {why}; with Go, `scripts/peers build {LINK}` adds it"
+            ));
+        }
+        if let Err(why) = postgres_here() {
+            return StudyRun::skipped(format!(
+                "the curve did not run: {why}; `apt-get install postgresql` (as root) adds it"
+            ));
+        }
+        let mut peers = Vec::new();
+        if !quick {
+            for peer in CURVE_PEERS {
+                match built(peer) {
+                    Ok(()) => peers.push(peer),
+                    Err(why) => skipped.push(format!(
+                        "{peer} not in the curve: {why}; `scripts/peers build {peer}` adds it"
+                    )),
+                }
+            }
+        }
+        let args = match curve_args(out, quick, &peers) {
+            Ok(args) => args,
+            Err(e) => return StudyRun::failed(Failure::Usage(e)),
+        };
+        let results = bench_run(&args);
+        let answer = results.as_ref().map(curve::answer).unwrap_or_default();
+        let chart = results.as_ref().ok().and_then(|r| curve::charts(r).into_iter().next());
+        let versions = results.as_ref().map(|r| r.conditions.versions.clone()).unwrap_or_default();
+        let ran = results.as_ref().ok().map(ran_lines).unwrap_or_default();
+        StudyRun { outcome: results.map(|_| ()), answer, chart, ran, skipped, versions }
+    },
+};
+
+/// Whether `scripts/postgres build` finds PostgreSQL's server here; the
+/// error is its own last line.
+fn postgres_here() -> Result<(), String> {
+    let peers = crate::harness::peers::Peers::of_this_checkout()?;
+    let out = std::process::Command::new(peers.root.join("scripts/postgres"))
+        .arg("build")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run scripts/postgres: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(stderr.lines().last().unwrap_or("scripts/postgres build failed").to_string())
+}
+
+/// The PostgreSQL peers the main job's curve runs, when built.
+const CURVE_PEERS: [&str; 6] =
+    ["spring-jdbc", "spring-jdbc-vt", "spring-r2dbc", "python-pg", "go-pgx", "node-pg"];
+
+/// The link the curve's round trips are put on.
+const LINK: &str = "toxiproxy";
+
+/// The main job's curve: Test IDs 2, 3 and 9, round trips of 0, 2 and 10
+/// ms, timed runs of 2 s after warm-ups of at most 8 s, one run each (under
+/// `--quick`: blocklab alone, 0 and 10 ms, 1 s runs, no warm-up).
+fn curve_args(out: &std::path::Path, quick: bool, peers: &[&str]) -> Result<BenchArgs, String> {
+    let mut args = BenchArgs::alone(out, quick)?;
+    args.db = BenchDb::Managed(Engine::Postgres);
+    args.target =
+        std::iter::once(results::BLOCKLAB).chain(peers.iter().copied()).collect::<Vec<_>>().join(",");
+    let (apis, rtts, run) = if quick { ("2,3", "0,10ms", "1s") } else { ("2,3,9", "0,2,10ms", "2s") };
+    args.apis = apis.to_string();
+    args.db_rtt = Some(args::parse_rtts(rtts)?);
+    args.duration = Some(crate::flags::parse_duration(run)?);
+    args.requests = None;
+    args.runs = Some(1);
+    if !quick {
+        args.warm = Some(std::time::Duration::from_secs(8));
+        args.db_warm = Some(std::time::Duration::from_secs(15));
+    }
+    Ok(args)
+}
 
 /// Each run's length when the main job runs study 1 (not `--quick`): 3 s,
 /// one warm-up window's length. 8,000 requests a run before: 0.3 s of Play's

@@ -283,8 +283,11 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
         database.link = Some(open_link(plan, &database, rtt)?);
     }
     let (mut ceilings, best_levels) = measure_ceilings(plan, &database, "before the matrix", None, interrupt);
-    let total =
-        plan.targets.len() as u64 * plan.apis.len() as u64 * u64::from(plan.runs) * plan.units_per_run();
+    let total = plan.targets.len() as u64
+        * plan.apis.len() as u64
+        * plan.db_rtts.len().max(1) as u64
+        * u64::from(plan.runs)
+        * plan.units_per_run();
     let bar = if plan.progress { ProgressBar::new(total) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")

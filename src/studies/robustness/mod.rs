@@ -44,6 +44,7 @@ use results::SweepResults;
 /// The study as the main job (`blocklab studies`) lists it.
 pub const STUDY: Study = Study {
     command: "sweep",
+    folder: "sweep",
     title: "Study 2: slow requests, a memory cap, and who survives",
     summary: "Concurrency stepped up under a memory cap against blocklab's four server models and every \
               server peer built here.",
