@@ -252,6 +252,12 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
         return Vec::new();
     }
     let mut out = Vec::new();
+    if let Some(line) = super::pools::pools_line(results) {
+        out.push(format!(
+            "The pools, each stack's default unless a flag set it: {line}. A pool of N holds at most N reads \
+             a round trip, so the farther the database, the more a rate measures its pool."
+        ));
+    }
     let rtts: Vec<f64> = results.curve.iter().map(|s| s.rtt_ms).collect();
     let last = rtts.last().copied().unwrap_or(0.0);
     let at = |target: &str, id: TestId, rtt: f64| {
@@ -434,9 +440,9 @@ fn pool_sentences(results: &BenchResults, points: &[Point], rtts: &[f64]) -> Vec
         }
         most_needed = most_needed.max(needed);
         out.push(format!(
-            "{} {} at {} ms: a pool sets its rate, not blocking. To keep its {} req/s of {} ms it needs {} \
-             connections (rate × {} ms a read{}); it had {:.0}. HikariCP's formula for this machine, cores × 2 + \
-             spindles = {cores} × 2 + 1, gives {hikari}: it has no term for the round trip.",
+            "{} {} at {} ms: a pool, not blocking, sets the rate. To keep its {} req/s of {} ms it needs {} \
+             connections (rate × {} ms a read{}); it had {:.0}; HikariCP's formula, cores × 2 + spindles = \
+             {cores} × 2 + 1 = {hikari} here, has no term for the round trip.",
             p.test.target,
             p.test.api,
             ms_whole(last),
@@ -500,7 +506,7 @@ pub fn charts(results: &BenchResults) -> Vec<Chart> {
             .collect();
         let title = format!("Test ID {} {api}: rate against the round trip", id);
         if let Ok(svg) =
-            rtt_chart(&title, &rtts, "requests/s (log scale)", &series, SeriesLabelPosition::UpperRight)
+            rtt_chart(&title, &rtts, "requests/s (log scale)", &series, SeriesLabelPosition::LowerLeft)
         {
             charts.push(Chart { file: format!("curve-rate-test{id}.svg"), title, svg });
         }
@@ -564,6 +570,7 @@ fn rtt_chart(
             .y_desc(y_desc)
             .x_labels(rtts.len() * 2 + 1)
             .x_label_formatter(&|x| rtt_label(rtts, *x))
+            .y_label_formatter(&|y| if *y >= 10.0 { format!("{y:.0}") } else { format!("{y}") })
             .light_line_style(WHITE.mix(0.0))
             .label_style(("sans-serif", 13))
             .draw()?;

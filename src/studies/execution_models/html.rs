@@ -90,14 +90,22 @@ pub fn page(results: &BenchResults, reading: &[String], charts: &[Chart]) -> Str
     let (curve_charts, charts): (Vec<&Chart>, Vec<&Chart>) =
         charts.iter().partition(|c| c.file.starts_with("curve-"));
     if let Some(t) = super::curve::table(results) {
-        body += &format!("<h2>The round-trip curve</h2><p>{}</p>", escape(&super::curve::how(results)));
-        body += "<ul class=\"reading\">";
+        // The answer and its charts first; how it was measured and the details after.
+        body += "<h2>The round-trip curve</h2><ul class=\"reading\">";
+        for s in super::curve::answer(results) {
+            body += &format!("<li>{}</li>", escape(&s));
+        }
+        body += "</ul>";
+        let (rates, p99s): (Vec<&Chart>, Vec<&Chart>) =
+            curve_charts.into_iter().partition(|c| c.file.starts_with("curve-rate-"));
+        body += &charts_html(rates);
+        body += &format!("<p>{}</p><ul class=\"reading\">", escape(&super::curve::how(results)));
         for s in super::curve::sentences(results) {
             body += &format!("<li>{}</li>", escape(&s));
         }
         body += "</ul>";
-        body += &charts_html(curve_charts);
         body += &table(&t);
+        body += &charts_html(p99s);
     }
     // The answer first: the servers side by side and their chart, then why.
     body += &format!(

@@ -46,7 +46,11 @@ pub fn markdown(results: &BenchResults, reading: &[String]) -> String {
         out += "**Interrupted: partial results.**\n\n";
     }
     if let Some(t) = curve::table(results) {
-        out += &format!("## The round-trip curve\n\n{}\n\n", curve::how(results));
+        out += "## The round-trip curve\n\n";
+        for s in curve::answer(results) {
+            out += &format!("**{s}**\n\n");
+        }
+        out += &format!("{}\n\n", curve::how(results));
         for s in curve::sentences(results) {
             out += &format!("- {s}\n");
         }

@@ -367,6 +367,7 @@ pub fn run(plan: &BenchPlan, interrupt: &AtomicBool) -> anyhow::Result<BenchResu
                         runs_done * plan.units_per_run(),
                         interrupt,
                     );
+                    drain(server);
                     if let Err(e) = server.pause(true) {
                         say(plan, &bar, format!("{who}: {e}"));
                     }
@@ -814,6 +815,7 @@ fn closed_loop(
     let mut load = load_command(plan, &url, &json, plan.connections, &stop);
     load.stdout(Stdio::null()).stderr(Stdio::null());
     let _ = load.status();
+    drain(server);
     let report: Option<LoadReport> =
         std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok());
     Window {
@@ -822,6 +824,19 @@ fn closed_loop(
         answered: report.is_some(),
         rps: report.and_then(|r| super::stall::steady_rps(&r.timeline)),
     }
+}
+
+/// The longest [`drain`] waits.
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Waits until `server` answers `/test` again (at most [`DRAIN_LIMIT`]): a
+/// timed load ends with its requests still in the server, and a server that
+/// serves them one at a time (Python's loop held by a blocking read: 200
+/// requests of 150 ms at a 20 ms round trip) would meet the next run with
+/// 30 s of them before its first answer. A server that is gone answers
+/// nothing; the run after says why.
+fn drain(server: &ServerProcess) {
+    let _ = crate::harness::get::get(server.addr(), "/test", DRAIN_LIMIT);
 }
 
 /// One closed loop of [`closed_loop`].
