@@ -35,6 +35,9 @@ Examples:
                                                    its ceiling measured with blocklab's client and pgbench)
   blocklab bench --db postgres --db-rtt 1ms --db-stall +50ms:10s --apis 2,3,7
                                                   (PostgreSQL a network hop away, then a stall of the link)
+  blocklab bench --db postgres --db-rtt 0,2,10,20ms --target blocklab,spring-jdbc,spring-r2dbc,go-pgx -z 3s
+                                                  (the round-trip curve: each server at each round trip,
+                                                   beside the bound Little's law gives it)
   blocklab bench --db postgres://me@127.0.0.1:5432/shop   (a PostgreSQL you run, seeded with `blocklab seed`;
                                                    a password through BLOCKLAB_DB or PGPASSWORD)
   blocklab bench --db neo4j --target blocklab,play --db-rtt 1ms --apis 2,3,7
