@@ -19,11 +19,11 @@
 use plotters::prelude::*;
 
 use super::charts::Chart;
-use super::link::LinkRecord;
-use super::pools::{Limit, blocklab_limit, peer_limit};
+use super::link::{LinkRecord, fmt_ms};
+use super::pools::{Limit, blocklab_limit, endpoint_of_id, peer_limit};
 use super::results::{BLOCKLAB, BenchResults, CurveStep, RunRecord, TestRecord, reads_per_request};
 use super::tables::{Table, ms, rps};
-use super::test_id::{HasTestId, MEASURED, TestId};
+use super::test_id::TestId;
 use crate::page::{DrawError, canvas, color, draw_legend};
 use crate::server::Endpoint;
 
@@ -88,10 +88,6 @@ pub fn least_rtt_ms(link: &LinkRecord) -> f64 {
     (link.least_read_ms() - link.direct_read_ms).max(0.0)
 }
 
-fn endpoint_of(test_id: TestId) -> Option<Endpoint> {
-    MEASURED.into_iter().find(|e| e.test_id() == Some(test_id))
-}
-
 /// Every point of the curve, round trip by round trip.
 pub fn points(results: &BenchResults) -> Vec<Point<'_>> {
     results
@@ -126,7 +122,7 @@ fn endpoint_limit(results: &BenchResults, target: &str, endpoint: Endpoint) -> O
 
 /// The least of the point's bounds (see the module's text).
 fn bound(results: &BenchResults, step: &CurveStep, test: &TestRecord, best: &RunRecord) -> Option<Bound> {
-    let endpoint = endpoint_of(test.test_id)?;
+    let endpoint = endpoint_of_id(test.test_id)?;
     let mut bounds = Vec::new();
     let cpus = results.conditions.placement.server_cpus.len().max(1) as f64;
     if best.server_cpu_per_request_us > 0.0 {
@@ -185,7 +181,7 @@ pub fn table(results: &BenchResults) -> Option<Table> {
             let row = vec![
                 p.test.target.clone(),
                 format!("{} {}", p.test.test_id, p.test.api),
-                format!("{} ({})", ms_whole(p.rtt_ms), ms(p.measured_rtt_ms)),
+                format!("{} ({})", fmt_ms(p.rtt_ms), ms(p.measured_rtt_ms)),
                 rate,
                 ms(b.p99_ms),
                 b.server_threads_max.map_or("–".to_string(), |t| t.to_string()),
@@ -217,16 +213,12 @@ pub fn table(results: &BenchResults) -> Option<Table> {
     })
 }
 
-fn ms_whole(v: f64) -> String {
-    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") }
-}
-
 /// What the curve ran, in a sentence.
 pub fn how(results: &BenchResults) -> String {
     let rtts: Vec<String> = results
         .curve
         .iter()
-        .map(|s| format!("{} ({} measured)", ms_whole(s.rtt_ms), ms(least_rtt_ms(&s.link))))
+        .map(|s| format!("{} ({} measured)", fmt_ms(s.rtt_ms), ms(least_rtt_ms(&s.link))))
         .collect();
     format!(
         "Each target's endpoints at round trips of {} ms to the database, through one Toxiproxy link. Each \
@@ -276,7 +268,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
                 Some((r, b, t)) if *r == rtts[0] => out.push(format!(
                     "{target}: {bp} is below half of {tp} from the first round trip, {} ms ({} against {} \
                      req/s, {:.2}×).",
-                    ms_whole(*r),
+                    fmt_ms(*r),
                     rps(*b),
                     rps(*t),
                     b / t
@@ -284,11 +276,11 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
                 Some((r, b, t)) => out.push(format!(
                     "{target}: {bp} falls below half of {tp} at {} ms ({} against {} req/s, {:.2}×; at {} ms \
                      it was {:.2}×).",
-                    ms_whole(*r),
+                    fmt_ms(*r),
                     rps(*b),
                     rps(*t),
                     b / t,
-                    ms_whole(rtts[0]),
+                    fmt_ms(rtts[0]),
                     b0 / t0
                 )),
                 None => {
@@ -296,7 +288,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
                     out.push(format!(
                         "{target}: {bp} stays above half of {tp} up to {} ms ({} against {} req/s there, \
                          {:.2}×).",
-                        ms_whole(r),
+                        fmt_ms(r),
                         rps(b),
                         rps(t),
                         b / t
@@ -329,7 +321,7 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
             })
             .collect();
         if !parts.is_empty() {
-            out.push(format!("{target} at {} ms: {}.", ms_whole(last), parts.join("; ")));
+            out.push(format!("{target} at {} ms: {}.", fmt_ms(last), parts.join("; ")));
         }
     }
     out.extend(pool_sentences(results, &points, &rtts));
@@ -360,10 +352,10 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
             continue;
         }
         halves.push(match pairs.iter().find(|(_, b, t)| *b < 0.5 * t) {
-            Some((r, b, t)) => format!("{target} at {} ms ({:.2}×)", ms_whole(*r), b / t),
+            Some((r, b, t)) => format!("{target} at {} ms ({:.2}×)", fmt_ms(*r), b / t),
             None => {
                 let (r, b, t) = pairs[pairs.len() - 1];
-                format!("{target} not up to {} ms ({:.2}× there)", ms_whole(r), b / t)
+                format!("{target} not up to {} ms ({:.2}× there)", fmt_ms(r), b / t)
             }
         });
     }
@@ -389,7 +381,7 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
             "At {} ms, of {} endpoints a pool set the rate of {}, threads or an event loop holding one read \
              each of {}, the load's connections of {}, the CPU of {}, none of these (under 80 % of every bound) \
              of {}; {} above the bound Little's law gives.",
-            ms_whole(last),
+            fmt_ms(last),
             farthest.len(),
             counts[0],
             counts[1],
@@ -407,7 +399,7 @@ pub fn answer(results: &BenchResults) -> Vec<String> {
 }
 
 fn path_of(id: TestId) -> &'static str {
-    endpoint_of(id).map_or("?", Endpoint::path)
+    endpoint_of_id(id).map_or("?", Endpoint::path)
 }
 
 /// Where a pool sets the bound: the pool Little's law needs to keep the
@@ -431,7 +423,7 @@ fn pool_sentences(results: &BenchResults, points: &[Point], rtts: &[f64]) -> Vec
         }) else {
             continue;
         };
-        let endpoint = endpoint_of(p.test.test_id);
+        let endpoint = endpoint_of_id(p.test.test_id);
         let reads = endpoint.map_or(1.0, reads_per_request);
         let read_ms = p.measured_rtt_ms + p.best.db_query_ms.unwrap_or(0.0);
         let needed = (first.best.rps * reads * read_ms / 1000.0).ceil() as usize;
@@ -445,9 +437,9 @@ fn pool_sentences(results: &BenchResults, points: &[Point], rtts: &[f64]) -> Vec
              {cores} × 2 + 1 = {hikari} here, has no term for the round trip.",
             p.test.target,
             p.test.api,
-            ms_whole(last),
+            fmt_ms(last),
             rps(first.best.rps),
-            ms_whole(rtts[0]),
+            fmt_ms(rtts[0]),
             needed,
             ms(read_ms),
             if reads > 1.0 { format!(" × {reads:.0} reads") } else { String::new() },
@@ -458,7 +450,7 @@ fn pool_sentences(results: &BenchResults, points: &[Point], rtts: &[f64]) -> Vec
         let p = &results.conditions.parameters;
         let ids: Vec<String> =
             p.apis.iter().filter_map(|a| a.split_whitespace().next().map(String::from)).collect();
-        let list: Vec<String> = rtts.iter().map(|r| ms_whole(*r)).collect();
+        let list: Vec<String> = rtts.iter().map(|r| fmt_ms(*r)).collect();
         out.push(format!(
             "To measure the curve with every pool at that size: blocklab bench --db postgres --db-rtt {}ms --target {} \
              --apis {} --peer-pool {most_needed} --db-pool {most_needed} --db-async-connections {most_needed}.",
@@ -531,7 +523,7 @@ fn rtt_label(rtts: &[f64], x: f64) -> String {
     if (x - i).abs() > 1e-6 || i < 0.0 {
         return String::new();
     }
-    rtts.get(i as usize).map_or(String::new(), |r| format!("{} ms", ms_whole(*r)))
+    rtts.get(i as usize).map_or(String::new(), |r| format!("{} ms", fmt_ms(*r)))
 }
 
 fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {

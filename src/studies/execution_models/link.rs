@@ -72,7 +72,8 @@ impl LinkRecord {
     }
 }
 
-fn fmt_ms(ms: f64) -> String {
+/// Milliseconds as given: `5`, not `5.0`; `0.5` as it is.
+pub fn fmt_ms(ms: f64) -> String {
     if ms.fract() == 0.0 { format!("{ms:.0}") } else { format!("{ms}") }
 }
 

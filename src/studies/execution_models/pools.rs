@@ -149,7 +149,12 @@ pub fn sentences(results: &BenchResults) -> Vec<String> {
 }
 
 fn endpoint_of(test: &TestRecord) -> Option<Endpoint> {
-    super::test_id::MEASURED.into_iter().find(|e| e.test_id() == Some(test.test_id))
+    endpoint_of_id(test.test_id)
+}
+
+/// The measured endpoint of a Test ID.
+pub fn endpoint_of_id(test_id: super::test_id::TestId) -> Option<Endpoint> {
+    super::test_id::MEASURED.into_iter().find(|e| e.test_id() == Some(test_id))
 }
 
 #[cfg(test)]
